@@ -1,0 +1,171 @@
+"""Kafka edge: FastStream broker factory, the ``KafkaBus`` publisher and batch subscriptions.
+
+Delivery contract (DESIGN.md): every service is its own consumer group, reads from the earliest
+offset when the group is new, and commits offsets only after its handler returned
+(``AckPolicy.NACK_ON_ERROR``: a raising handler rewinds the batch, which is re-delivered).
+Driver errors are mapped to :class:`evalloop.errors.BusError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from faststream import AckPolicy, Context
+from faststream.kafka import KafkaBroker
+from faststream.kafka.message import KafkaMessage
+
+from evalloop.adapters.bus import BatchHandler, Record
+from evalloop.errors import BusError
+from evalloop.settings import KafkaSettings
+from evalloop.topics import Topics
+
+__all__ = ["KafkaBus", "build_broker", "ensure_topics", "records_from_message", "subscribe_batch"]
+
+
+def build_broker(settings: KafkaSettings, **kwargs: Any) -> KafkaBroker:
+    """Return a (not yet started) FastStream ``KafkaBroker`` for ``settings.bootstrap``.
+
+    Producer settings: ``acks="all"`` and idempotence, so a retried publish is not duplicated.
+    """
+    return KafkaBroker(
+        settings.bootstrap,
+        client_id=settings.client_id,
+        enable_idempotence=True,
+        **kwargs,
+    )
+
+
+class KafkaBus:
+    """:class:`evalloop.adapters.bus.Bus` over a started FastStream ``KafkaBroker``."""
+
+    def __init__(self, broker: KafkaBroker) -> None:
+        """Wrap ``broker`` (it must be connected before the first publish)."""
+        self._broker = broker
+
+    async def publish(
+        self,
+        topic: str,
+        value: bytes,
+        *,
+        key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Publish one message and wait for the broker's ack.
+
+        Raises:
+            BusError: Kafka refused or could not be reached.
+        """
+        try:
+            await self._broker.publish(
+                value,
+                topic=topic,
+                key=key.encode() if key is not None else None,
+                headers=dict(headers or {}),
+            )
+        except KafkaError as exc:
+            raise BusError(f"publish to {topic} failed: {exc}") from exc
+
+    async def publish_batch(self, topic: str, items: list[tuple[str | None, bytes]]) -> None:
+        """Publish ``(key, value)`` pairs, each acked, preserving order per key.
+
+        Raises:
+            BusError: Kafka refused or could not be reached.
+        """
+        if not items:
+            return
+        producer = self._broker.config.producer  # the aiokafka producer FastStream holds
+        try:
+            futures = [
+                await producer.producer.send(  # type: ignore[attr-defined]
+                    topic, value=value, key=key.encode() if key is not None else None
+                )
+                for key, value in items
+            ]
+            for fut in futures:
+                await fut
+        except KafkaError as exc:
+            raise BusError(f"publish of {len(items)} to {topic} failed: {exc}") from exc
+
+
+def records_from_message(message: KafkaMessage) -> list[Record]:
+    """Convert a FastStream Kafka message (single or batch) to :class:`Record` values."""
+    raw = message.raw_message
+    consumer_records = raw if isinstance(raw, tuple | list) else (raw,)
+    return [
+        Record(
+            topic=cr.topic,
+            key=cr.key.decode("utf-8", "replace") if cr.key is not None else None,
+            value=cr.value if cr.value is not None else b"",
+            headers={k: (v or b"") for k, v in (cr.headers or ())},
+            partition=cr.partition,
+            offset=cr.offset,
+            timestamp_ms=cr.timestamp,
+        )
+        for cr in consumer_records
+    ]
+
+
+def subscribe_batch(
+    broker: KafkaBroker,
+    topic: str,
+    group: str,
+    handler: BatchHandler,
+    *,
+    max_records: int = 1000,
+    batch_timeout_ms: int = 200,
+    title: str | None = None,
+    description: str | None = None,
+) -> None:
+    """Register ``handler`` as a batch subscriber of ``topic`` in consumer group ``group``.
+
+    Offsets are committed after the handler returns; when it raises, the batch is rewound and
+    re-delivered (at-least-once). New groups start at the earliest offset.
+    """
+
+    @broker.subscriber(
+        topic,
+        group_id=group,
+        batch=True,
+        max_records=max_records,
+        batch_timeout_ms=batch_timeout_ms,
+        auto_offset_reset="earliest",
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+        title=title,
+        description=description or handler.__doc__,
+    )
+    async def _consume(
+        body: list[bytes], message: KafkaMessage = Context("message")  # noqa: B008
+    ) -> None:
+        await handler(records_from_message(message))
+
+
+async def ensure_topics(
+    settings: KafkaSettings, topics: Topics | tuple[str, ...] = Topics()
+) -> None:
+    """Create ``topics`` (``settings.num_partitions`` each, replication 1) if they are missing.
+
+    Raises:
+        BusError: the cluster could not be reached or refused to create a topic.
+    """
+    names = topics.all() if isinstance(topics, Topics) else topics
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    try:
+        await admin.start()
+        existing = set(await admin.list_topics())
+        new = [
+            NewTopic(t, num_partitions=settings.num_partitions, replication_factor=1)
+            for t in names
+            if t not in existing
+        ]
+        if new:
+            try:
+                await admin.create_topics(new)
+            except TopicAlreadyExistsError:
+                pass
+    except KafkaError as exc:
+        raise BusError(f"cannot create topics on {settings.bootstrap}: {exc}") from exc
+    finally:
+        await admin.close()

@@ -1,0 +1,119 @@
+"""evalloop's errors: one root, mapped from driver errors at the adapters (``raise ... from exc``).
+
+Tree::
+
+    EvalloopError
+    ├── ConfigError            settings missing, inconsistent or placeholder
+    ├── InvalidEvent           one record failed decoding/validation (reason + FieldProblems)
+    ├── InvalidBatch           a batch held invalid records (one InvalidEvent each)
+    ├── StorageError           PostgreSQL unreachable or a statement failed
+    ├── BusError               Kafka (or the in-process bus) refused a publish/consume
+    ├── EmbeddingError         the embedder could not load or encode
+    ├── GoldenSetError         a golden set or eval-case file is malformed or missing
+    └── AgentError             the agent under evaluation was unreachable / timed out / 5xx
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "AgentError",
+    "BusError",
+    "ConfigError",
+    "EmbeddingError",
+    "EvalloopError",
+    "FieldProblem",
+    "GoldenSetError",
+    "InvalidBatch",
+    "InvalidEvent",
+    "StorageError",
+]
+
+
+class EvalloopError(Exception):
+    """Root of every error evalloop raises on purpose."""
+
+
+class ConfigError(EvalloopError):
+    """Settings are missing, inconsistent, or still a placeholder."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """One invalid field: its dotted path, what was expected, and (abridged) what arrived."""
+
+    field: str
+    expected: str
+    received: str
+
+    def as_dict(self) -> dict[str, str]:
+        """Return ``{"field", "expected", "received"}`` for JSON error bodies and DLQ headers."""
+        return {"field": self.field, "expected": self.expected, "received": self.received}
+
+
+class InvalidEvent(EvalloopError):
+    """A record could not be decoded or validated.
+
+    Attributes:
+        reason: machine-readable cause: ``malformed_json``, ``oversized``, ``not_an_object``,
+            ``unknown_event_type``, ``invalid_fields``, ``conflicting_duplicate``.
+        problems: one ``FieldProblem`` per bad field.
+        event_id: the record's ``event_id`` when it could be read, else ``None``.
+        index: position within a batch, when the record came in one.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        problems: list[FieldProblem],
+        *,
+        event_id: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.problems = problems
+        self.event_id = event_id
+        self.index = index
+        detail = "; ".join(
+            f"{p.field}: expected {p.expected}, received {p.received}" for p in problems
+        )
+        where = f"record {index}: " if index is not None else ""
+        super().__init__(f"{where}{reason}: {detail}")
+
+    def as_dict(self) -> dict[str, object]:
+        """Return a JSON-ready description (used by ingest's 422 body and the DLQ)."""
+        return {
+            "index": self.index,
+            "event_id": self.event_id,
+            "reason": self.reason,
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+class InvalidBatch(EvalloopError):
+    """A batch held one or more invalid records; ``errors`` has one ``InvalidEvent`` each."""
+
+    def __init__(self, errors: list[InvalidEvent]) -> None:
+        self.errors = errors
+        super().__init__(f"{len(errors)} invalid record(s): " + " | ".join(map(str, errors)))
+
+
+class StorageError(EvalloopError):
+    """PostgreSQL was unreachable or a statement failed."""
+
+
+class BusError(EvalloopError):
+    """The message bus (Kafka or the in-process bus) refused a publish or consume."""
+
+
+class EmbeddingError(EvalloopError):
+    """The embedding model could not be loaded or failed to encode."""
+
+
+class GoldenSetError(EvalloopError):
+    """A golden set / eval-case file is malformed, or a version does not exist."""
+
+
+class AgentError(EvalloopError):
+    """The agent endpoint was unreachable, timed out, or answered 5xx after retries."""

@@ -1,0 +1,135 @@
+"""Settings (pydantic-settings): environment variables ``EVALLOOP_<SECTION>__<FIELD>``.
+
+Built once at start-up and passed down (no module-level instance). Every default is either the
+seed's rule (named in the field's description) or a measured, documented choice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from evalloop.errors import ConfigError
+
+__all__ = [
+    "EvaluatorSettings",
+    "FusionSettings",
+    "IngestSettings",
+    "KafkaSettings",
+    "MonitorSettings",
+    "PostgresSettings",
+    "RecorderSettings",
+    "Settings",
+    "TriageSettings",
+]
+
+
+class KafkaSettings(BaseModel):
+    """Kafka connection. ``bootstrap``: ``host:port[,host:port]``."""
+
+    bootstrap: str = "127.0.0.1:9092"
+    client_id: str = "evalloop"
+    num_partitions: int = Field(3, ge=1, description="partitions for topics evalloop creates")
+    topic_prefix: str = Field("", description="prefix of every topic name (namespaces, tests)")
+
+
+class PostgresSettings(BaseModel):
+    """PostgreSQL. ``dsn`` wins; without it ``embedded_dir`` holds an embedded server's data."""
+
+    dsn: str | None = Field(None, description="postgresql://user:pass@host:port/db")
+    embedded_dir: Path = Field(
+        Path("/var/tmp/evalloop/pg"),
+        description="data directory of the embedded server (kept outside /root: seen in NOTES)",
+    )
+    pool_min: int = 1
+    pool_max: int = 10
+
+    @model_validator(mode="after")
+    def _no_placeholder(self) -> PostgresSettings:
+        if self.dsn and ("changeme" in self.dsn or "<" in self.dsn):
+            raise ConfigError(f"EVALLOOP_POSTGRES__DSN is still a placeholder: {self.dsn!r}")
+        return self
+
+
+class IngestSettings(BaseModel):
+    """HTTP ingest: bind address and limits (bytes)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_body_bytes: int = 10 * 1024 * 1024
+
+
+class RecorderSettings(BaseModel):
+    """Recorder batching: ``max_records`` per poll, ``max_wait_s`` seconds to fill a batch."""
+
+    max_records: int = 5000
+    max_wait_s: float = 0.2
+
+
+class FusionSettings(BaseModel):
+    """Signal -> (negative?, confidence) defaults (DESIGN.md, "Negative cases"). Ratios 0-1."""
+
+    thumbs_down: float = 0.7
+    low_score: float = 0.7
+    low_score_max: int = Field(2, description="scores 1..low_score_max of 5 are negative")
+    operator_correction: float = 0.95
+    safety_trigger: float = 0.9
+    agent_escalation: float = 0.6
+    unresolved_outcome: float = 0.3
+    abandoned_outcome: float = 0.3
+
+
+class MonitorSettings(BaseModel):
+    """Negative-rate trigger (seed 004: "exceeds 2% over a 24-hour window").
+
+    ``threshold``: fire above this rate; ``clear_below``: re-arm only once the rate fell below
+    this (hysteresis); ``min_turns``: minimum turns in the window; ``cooldown_s``: seconds
+    between two requests for one agent; ``bucket_s``: bucket width of the window, seconds.
+    """
+
+    threshold: float = 0.02
+    clear_below: float = 0.015
+    window_s: int = 24 * 3600
+    min_turns: int = 200
+    min_negatives: int = 5
+    cooldown_s: int = 6 * 3600
+    bucket_s: int = 300
+
+
+class TriageSettings(BaseModel):
+    """Embedding and clustering. ``model_path`` None = the offline all-MiniLM-L6-v2 package."""
+
+    model_path: Path | None = None
+    embed_batch_size: int = 32
+    recluster_every: int = Field(200, description="re-cluster an agent after this many new cases")
+    recluster_window_days: int = 30
+    seed: int = 7
+    candidates_per_cluster: int = 3
+
+
+class EvaluatorSettings(BaseModel):
+    """Runner defaults: concurrency, per-request timeout (s), retries on 5xx/timeouts."""
+
+    concurrency: int = 8
+    timeout_s: float = 30.0
+    retries: int = 2
+    results_dir: Path = Path(".")
+
+
+class Settings(BaseSettings):
+    """All of evalloop's settings; env ``EVALLOOP_<SECTION>__<FIELD>`` (e.g. ``EVALLOOP_KAFKA__BOOTSTRAP``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="EVALLOOP_", env_nested_delimiter="__", env_file=".env", extra="ignore"
+    )
+
+    kafka: KafkaSettings = KafkaSettings()
+    postgres: PostgresSettings = PostgresSettings()
+    ingest: IngestSettings = IngestSettings()
+    recorder: RecorderSettings = RecorderSettings()
+    fusion: FusionSettings = FusionSettings()
+    monitor: MonitorSettings = MonitorSettings()
+    triage: TriageSettings = TriageSettings()
+    evaluator: EvaluatorSettings = EvaluatorSettings()
