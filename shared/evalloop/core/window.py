@@ -1,0 +1,482 @@
+"""Event-time negative-rate windows: turn flags, 5-minute buckets, 24 h sums, Wilson intervals.
+
+The monitor's arithmetic, free of I/O (DESIGN.md, "Negative rate"; seed 004: "the negative
+feedback rate exceeds 2% over a 24-hour window"):
+
+* Every feedback event about a turn is folded into that turn's :class:`TurnFlags` (served: an
+  ``agent_response`` was seen; negative: a negative signal was seen; signalled: any feedback
+  signal was seen). Folding is an OR over flags and a MIN over event times, so it is idempotent
+  and order-independent: a re-delivered or duplicated event changes nothing.
+* A turn lives in the bucket of its earliest ``agent_response`` (else of its earliest signal),
+  the time the recorder gives its negative case; a late event lands in the bucket it belongs
+  to, and an earlier event of a known turn moves the turn to the earlier bucket.
+  :class:`TurnLedger` turns each observation into per-bucket deltas.
+* :class:`AgentWindow` holds one agent's buckets inside the 24 h of event time ending at the
+  newest event seen for that agent, with running totals (memory: at most ``window_s / bucket_s``
+  buckets per agent, however many events arrive).
+* :func:`wilson_interval` is the Wilson (1927) score interval reported with every rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Literal
+
+from scipy.stats import norm
+
+from evalloop.events import AgentChanged, AgentResponse, FeedbackEvent
+
+__all__ = [
+    "AgentWindow",
+    "BucketCounts",
+    "Denominator",
+    "TurnFlags",
+    "TurnKey",
+    "TurnLedger",
+    "WindowReport",
+    "bucket_start",
+    "rolling_reports",
+    "turn_flags",
+    "wilson_interval",
+]
+
+#: Which turns the rate is taken over (DESIGN.md: "every report says which denominator").
+Denominator = Literal["agent_response", "signalled_turns"]
+#: ``(agent_id, conversation_id, turn_id)``: the natural key of a turn.
+TurnKey = tuple[str, str, str]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@lru_cache(maxsize=8)
+def _z(confidence: float) -> float:
+    return float(norm.ppf(0.5 + confidence / 2))
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion ``k / n``.
+
+    Wilson, E. B. (1927), "Probable inference, the law of succession, and statistical
+    inference", JASA 22(158): 209-212; no continuity correction (Newcombe 1998, method 3).
+    ``z`` is the standard normal quantile ``norm.ppf(0.5 + confidence / 2)`` (1.95996 for 95%).
+
+    Args:
+        k: successes (here: negative turns), ``0 <= k <= n``.
+        n: trials (here: turns in the window), ``n >= 0``.
+        confidence: two-sided coverage, ratio in (0, 1).
+
+    Returns:
+        ``(low, high)``, ratios 0-1; ``(0.0, 1.0)`` when ``n == 0`` (nothing is known).
+
+    Raises:
+        ValueError: ``k`` or ``n`` out of range, or ``confidence`` not in (0, 1).
+    """
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"expected 0 <= k <= n, got k={k}, n={n}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"expected a confidence in (0, 1), got {confidence}")
+    if n == 0:
+        return 0.0, 1.0
+    z = _z(confidence)
+    p = k / n
+    z2n = z * z / n
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z * math.sqrt(p * (1 - p) / n + z2n / (4 * n)) / (1 + z2n)
+    # Clamp rounding noise: the exact interval is inside [0, 1] and contains 0 (k=0) / 1 (k=n).
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return low, high
+
+
+def bucket_start(t: datetime, bucket_s: int) -> datetime:
+    """Start of the ``bucket_s``-second bucket holding ``t`` (buckets aligned to the Unix epoch).
+
+    Args:
+        t: a timezone-aware time (any zone; the result is UTC).
+        bucket_s: bucket width, seconds, > 0.
+
+    Raises:
+        ValueError: ``t`` is naive or ``bucket_s`` is not positive.
+    """
+    if t.tzinfo is None:
+        raise ValueError(f"expected a timezone-aware time, got naive {t.isoformat()}")
+    if bucket_s <= 0:
+        raise ValueError(f"expected a positive bucket width in seconds, got {bucket_s}")
+    micros = (t - _EPOCH) // timedelta(microseconds=1)
+    width = bucket_s * 1_000_000
+    return _EPOCH + timedelta(microseconds=micros - micros % width)
+
+
+# --------------------------------------------------------------------------- turns
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFlags:
+    """What is known about one turn.
+
+    Attributes:
+        served_bucket: bucket of the turn's earliest ``agent_response`` (UTC), or ``None`` if
+            none was seen (``served`` is ``served_bucket is not None``).
+        signal_bucket: bucket of the turn's earliest feedback signal (any event but
+            ``agent_response``), or ``None`` (``signalled`` is ``signal_bucket is not None``).
+        negative: at least one negative signal for the turn was seen.
+
+    The turn counts in :attr:`bucket`: its ``agent_response``'s, else its first signal's (the
+    time the recorder's fused negative case carries, ``evalloop.core.fusion.fuse``).
+    """
+
+    served_bucket: datetime | None = None
+    signal_bucket: datetime | None = None
+    negative: bool = False
+
+    def __post_init__(self) -> None:
+        if self.served_bucket is None and self.signal_bucket is None:
+            raise ValueError("a turn needs an agent_response or a signal (both buckets None)")
+
+    @property
+    def bucket(self) -> datetime:
+        """The bucket the turn counts in."""
+        b = self.served_bucket or self.signal_bucket
+        assert b is not None
+        return b
+
+    @property
+    def served(self) -> bool:
+        """An ``agent_response`` was seen."""
+        return self.served_bucket is not None
+
+    @property
+    def signalled(self) -> bool:
+        """A feedback signal was seen."""
+        return self.signal_bucket is not None
+
+    def merge(self, other: TurnFlags) -> TurnFlags:
+        """Earliest buckets, OR of ``negative``: idempotent, commutative, associative."""
+        return TurnFlags(
+            served_bucket=_min(self.served_bucket, other.served_bucket),
+            signal_bucket=_min(self.signal_bucket, other.signal_bucket),
+            negative=self.negative or other.negative,
+        )
+
+    def counts(self) -> BucketCounts:
+        """This turn's contribution to its bucket (0/1 each; ``turns`` is always 1)."""
+        return BucketCounts(int(self.served), int(self.negative), int(self.signalled), 1)
+
+
+def _min(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def turn_flags(
+    event: FeedbackEvent, bucket_s: int, is_negative: Callable[[FeedbackEvent], bool]
+) -> TurnFlags | None:
+    """The flags one event contributes to its turn, or ``None`` for ``agent_changed``
+    (a change of the agent, not a turn; it drives its own re-evaluation triggers).
+
+    Args:
+        event: a validated feedback event.
+        bucket_s: bucket width, seconds.
+        is_negative: the signal classifier, e.g. ``classify(e, weights)`` of
+            ``evalloop.core.fusion`` returning a negative signal.
+    """
+    if isinstance(event, AgentChanged):
+        return None
+    b = bucket_start(event.occurred_at, bucket_s)
+    if isinstance(event, AgentResponse):
+        return TurnFlags(served_bucket=b)
+    return TurnFlags(signal_bucket=b, negative=is_negative(event))
+
+
+# --------------------------------------------------------------------------- buckets
+
+
+@dataclass(frozen=True, slots=True)
+class BucketCounts:
+    """Counts of one bucket (or a sum of buckets); a delta may be negative.
+
+    Attributes:
+        served: turns with an ``agent_response``.
+        negatives: negative turns.
+        signalled: turns with any feedback signal.
+        turns: distinct turns (served or signalled).
+    """
+
+    served: int = 0
+    negatives: int = 0
+    signalled: int = 0
+    turns: int = 0
+
+    def __add__(self, other: BucketCounts) -> BucketCounts:
+        return BucketCounts(
+            self.served + other.served,
+            self.negatives + other.negatives,
+            self.signalled + other.signalled,
+            self.turns + other.turns,
+        )
+
+    def __sub__(self, other: BucketCounts) -> BucketCounts:
+        return BucketCounts(
+            self.served - other.served,
+            self.negatives - other.negatives,
+            self.signalled - other.signalled,
+            self.turns - other.turns,
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.served or self.negatives or self.signalled or self.turns)
+
+
+ZERO = BucketCounts()
+
+
+@dataclass
+class TurnLedger:
+    """Folds a batch of observations into turns whose previous flags are known.
+
+    ``previous`` holds the stored flags of the batch's turns (absent: never seen). Each
+    :meth:`observe` returns the per-bucket deltas it causes, so a caller can evaluate the
+    trigger after every event; :meth:`changed` gives the final flags to store and
+    :meth:`net_deltas` the per-bucket sums to add to the stored buckets. Replaying a batch whose
+    effects are already stored yields no deltas and no changes.
+    """
+
+    previous: Mapping[TurnKey, TurnFlags]
+    current: dict[TurnKey, TurnFlags] = field(default_factory=dict)
+    _net: dict[tuple[str, datetime], BucketCounts] = field(default_factory=dict)
+
+    def observe(self, key: TurnKey, flags: TurnFlags) -> list[tuple[datetime, BucketCounts]]:
+        """Fold ``flags`` into turn ``key``; return ``[(bucket, delta), ...]`` (maybe empty)."""
+        before = self.current.get(key) or self.previous.get(key)
+        after = flags if before is None else before.merge(flags)
+        if after == before:
+            return []
+        self.current[key] = after
+        deltas = turn_delta(before, after)
+        for b, d in deltas:
+            k = (key[0], b)
+            self._net[k] = self._net.get(k, ZERO) + d
+        return deltas
+
+    def changed(self) -> dict[TurnKey, TurnFlags]:
+        """Turns whose flags differ from ``previous``, with their final flags."""
+        return {k: v for k, v in self.current.items() if self.previous.get(k) != v}
+
+    def net_deltas(self) -> dict[tuple[str, datetime], BucketCounts]:
+        """``{(agent_id, bucket): delta}`` summed over the batch, zero deltas dropped."""
+        return {k: d for k, d in self._net.items() if d}
+
+
+def turn_delta(
+    before: TurnFlags | None, after: TurnFlags
+) -> list[tuple[datetime, BucketCounts]]:
+    """Per-bucket deltas of replacing ``before`` (``None``: unseen) by ``after``."""
+    if before is None:
+        return [(after.bucket, after.counts())]
+    if before.bucket == after.bucket:
+        d = after.counts() - before.counts()
+        return [(after.bucket, d)] if d else []
+    return [(before.bucket, ZERO - before.counts()), (after.bucket, after.counts())]
+
+
+# --------------------------------------------------------------------------- the window
+
+
+@dataclass(frozen=True, slots=True)
+class WindowReport:
+    """The negative rate of one agent over one window (what a request and a timeline carry).
+
+    Attributes:
+        window_start: first instant counted (UTC, a bucket boundary).
+        window_end: end of the window, exclusive (UTC, a bucket boundary); the window is
+            ``window_end - window_start`` long (24 h by default).
+        negatives: negative turns in the window.
+        turns: the denominator's turns (see ``denominator``).
+        served: turns with an ``agent_response`` in the window.
+        signalled: turns with any feedback signal in the window.
+        denominator: ``"agent_response"`` when any turn of the window was served (then
+            ``turns`` counts every turn seen, which equals ``served`` once every turn's
+            ``agent_response`` has arrived, and keeps ``negatives <= turns`` while one is
+            late); ``"signalled_turns"`` when the producer sends no ``agent_response`` events.
+        rate: ``negatives / turns``, ratio 0-1 (0 when ``turns == 0``).
+        wilson_low: lower bound of the Wilson 95% interval, ratio 0-1.
+        wilson_high: upper bound of the Wilson 95% interval, ratio 0-1.
+    """
+
+    window_start: datetime
+    window_end: datetime
+    negatives: int
+    turns: int
+    served: int
+    signalled: int
+    denominator: Denominator
+    rate: float
+    wilson_low: float
+    wilson_high: float
+
+    @classmethod
+    def of(cls, start: datetime, end: datetime, totals: BucketCounts) -> WindowReport:
+        """Build the report of ``totals`` over ``[start, end)``."""
+        denominator: Denominator = "agent_response" if totals.served else "signalled_turns"
+        n, k = totals.turns, totals.negatives
+        low, high = wilson_interval(k, n)
+        return cls(
+            window_start=start, window_end=end, negatives=k, turns=n, served=totals.served,
+            signalled=totals.signalled, denominator=denominator, rate=k / n if n else 0.0,
+            wilson_low=low, wilson_high=high,
+        )
+
+    def describe(self, threshold: float) -> str:
+        """One line for people, e.g. ``negative rate 3.1% [2.4%, 4.0%] over 24 h ending
+        2026-03-02T10:05:00Z, 31/1000 turns served > 2%``."""
+        hours = (self.window_end - self.window_start).total_seconds() / 3600
+        what = "turns served" if self.denominator == "agent_response" else "signalled turns"
+        cmp = ">" if self.rate > threshold else "<="
+        return (
+            f"negative rate {self.rate:.1%} [{self.wilson_low:.1%}, {self.wilson_high:.1%}] "
+            f"over {hours:g} h ending {self.window_end.strftime('%Y-%m-%dT%H:%M:%SZ')}, "
+            f"{self.negatives}/{self.turns} {what} {cmp} {threshold:.0%}"
+        )
+
+
+class AgentWindow:
+    """One agent's buckets over the window ending at its newest event, with running totals.
+
+    The window is the ``window_s / bucket_s`` whole buckets ending with the bucket that holds
+    the newest event time seen (so its precision is one bucket, 5 min by default). Buckets that
+    fall out of the window are dropped: memory is bounded by ``window_s / bucket_s`` buckets.
+    Deltas for buckets before the window are ignored (they cannot change the current window;
+    the stored buckets keep them for the timeline).
+    """
+
+    def __init__(self, *, window_s: int, bucket_s: int, newest: datetime | None = None) -> None:
+        """Create an empty window.
+
+        Args:
+            window_s: window length, seconds (24 h: seed 004), a multiple of ``bucket_s``.
+            bucket_s: bucket width, seconds.
+            newest: the newest event time already seen (restored state), or ``None``.
+
+        Raises:
+            ValueError: ``window_s`` is not a positive multiple of ``bucket_s``.
+        """
+        if bucket_s <= 0 or window_s <= 0 or window_s % bucket_s:
+            raise ValueError(
+                f"expected window_s a positive multiple of bucket_s, got {window_s}, {bucket_s}"
+            )
+        self.window_s = window_s
+        self.bucket_s = bucket_s
+        self.newest: datetime | None = newest
+        self._buckets: dict[datetime, BucketCounts] = {}
+        self._totals = ZERO
+
+    def bounds(self) -> tuple[datetime, datetime] | None:
+        """``(window_start, window_end)`` of the current window, or ``None`` before any event."""
+        if self.newest is None:
+            return None
+        end = bucket_start(self.newest, self.bucket_s) + timedelta(seconds=self.bucket_s)
+        return end - timedelta(seconds=self.window_s), end
+
+    def load(self, buckets: Iterable[tuple[datetime, BucketCounts]]) -> None:
+        """Add stored bucket counts (restoring after a restart); out-of-window ones are ignored."""
+        for b, counts in buckets:
+            self.add(b, counts)
+
+    def advance(self, t: datetime) -> None:
+        """Note an event at ``t``: the window end moves forward if ``t`` is the newest so far."""
+        if self.newest is not None and t <= self.newest:
+            return
+        self.newest = t
+        start, _ = self.bounds() or (t, t)
+        for b in [b for b in self._buckets if b < start]:
+            self._totals = self._totals - self._buckets.pop(b)
+
+    def add(self, bucket: datetime, delta: BucketCounts) -> None:
+        """Apply ``delta`` to ``bucket`` if the bucket is inside the current window."""
+        bounds = self.bounds()
+        if bounds is None or not bounds[0] <= bucket < bounds[1]:
+            return
+        value = self._buckets.get(bucket, ZERO) + delta
+        if value:
+            self._buckets[bucket] = value
+        else:
+            self._buckets.pop(bucket, None)
+        self._totals = self._totals + delta
+
+    @property
+    def totals(self) -> BucketCounts:
+        """Sums over the current window."""
+        return self._totals
+
+    def __len__(self) -> int:
+        """Number of non-empty buckets held (at most ``window_s / bucket_s``)."""
+        return len(self._buckets)
+
+    def report(self) -> WindowReport | None:
+        """The current window's :class:`WindowReport`, or ``None`` before any event."""
+        bounds = self.bounds()
+        if bounds is None:
+            return None
+        return WindowReport.of(bounds[0], bounds[1], self._totals)
+
+
+def rolling_reports(
+    buckets: Mapping[datetime, BucketCounts],
+    *,
+    window_s: int,
+    bucket_s: int,
+    step_s: int,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[WindowReport]:
+    """The rate over the ``window_s`` ending at every ``step_s`` boundary (a timeline).
+
+    Args:
+        buckets: ``{bucket_start: counts}`` of one agent (e.g. from ``monitor_buckets``).
+        window_s: window length, seconds (a multiple of ``bucket_s``).
+        bucket_s: bucket width, seconds.
+        step_s: spacing of the points, seconds (a multiple of ``bucket_s``).
+        start: first window end (default: the first step boundary after the first bucket).
+        end: last window end (default: the first step boundary at or after the last bucket's
+            end).
+
+    Returns:
+        One report per point, oldest first; empty when ``buckets`` is empty.
+
+    Raises:
+        ValueError: ``window_s`` or ``step_s`` is not a positive multiple of ``bucket_s``.
+    """
+    if step_s <= 0 or step_s % bucket_s or window_s <= 0 or window_s % bucket_s:
+        raise ValueError(
+            f"expected window_s and step_s positive multiples of bucket_s={bucket_s}, "
+            f"got {window_s}, {step_s}"
+        )
+    if not buckets:
+        return []
+    first, last = min(buckets), max(buckets)
+    step = timedelta(seconds=step_s)
+    width = timedelta(seconds=bucket_s)
+    window = timedelta(seconds=window_s)
+    t = start or bucket_start(first, step_s) + step
+    stop = end or bucket_start(last + width - timedelta(microseconds=1), step_s) + step
+    ordered = sorted(buckets.items())
+    out: list[WindowReport] = []
+    lo = hi = 0  # ordered[lo:hi] are the buckets inside [t - window, t)
+    totals = ZERO
+    while t <= stop:
+        while hi < len(ordered) and ordered[hi][0] < t:
+            totals = totals + ordered[hi][1]
+            hi += 1
+        while lo < hi and ordered[lo][0] < t - window:
+            totals = totals - ordered[lo][1]
+            lo += 1
+        out.append(WindowReport.of(t - window, t, totals))
+        t += step
+    return out
