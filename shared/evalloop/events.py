@@ -297,16 +297,12 @@ def _problems(exc: ValidationError) -> list[FieldProblem]:
         # The discriminated union puts the tag first in ``loc`` (e.g. "user_rating.score");
         # the tag is not a field, drop it.
         parts = loc.split(".", 1)
-        if len(parts) == 2 and parts[0] in _TAGS:
-            loc = parts[1]
-        received = err.get("input")
-        out.append(
-            FieldProblem(
-                field=loc or "(record)",
-                expected=err["msg"],
-                received=_short(received),
-            )
-        )
+        if parts[0] in _TAGS:
+            loc = parts[1] if len(parts) == 2 else ""  # a model-level rule: the whole record
+        # A missing field has the whole record as its "input": say what arrived instead.
+        missing = err["type"] == "missing"
+        received = "nothing (field missing)" if missing else _short(err.get("input"))
+        out.append(FieldProblem(field=loc or "(record)", expected=err["msg"], received=received))
     return out
 
 
@@ -402,10 +398,18 @@ def parse_events(raw: bytes | str) -> list[FeedbackEvent]:
     errors: list[InvalidEvent] = []
     for i, record in enumerate(records):
         try:
-            if isinstance(record, dict) and len(json.dumps(record)) > MAX_EVENT_BYTES:
+            if not isinstance(record, dict):  # a string element is not JSON text to re-parse
+                raise InvalidEvent(
+                    "not_an_object",
+                    [FieldProblem("(record)", "a JSON object", type(record).__name__)],
+                    index=i,
+                )
+            size = len(json.dumps(record, ensure_ascii=False).encode())
+            if size > MAX_EVENT_BYTES:
                 raise InvalidEvent(
                     "oversized",
-                    [FieldProblem("(record)", f"at most {MAX_EVENT_BYTES} bytes", "larger")],
+                    [FieldProblem("(record)", f"at most {MAX_EVENT_BYTES} bytes", f"{size} bytes")],
+                    event_id=_maybe_id(record),
                     index=i,
                 )
             events.append(parse_event(record, index=i))
