@@ -74,18 +74,18 @@ class FusionSettings(BaseModel):
     thumbs_down: float = 0.7
     low_score: float = 0.7
     low_score_max: int = Field(2, description="scores 1..low_score_max of 5 are negative")
-    operator_correction: float = 0.95
     thumbs_up: float = Field(0.7, description="positive evidence that disagrees with negatives")
     high_score: float = 0.7
     high_score_min: int = Field(4, description="scores high_score_min..5 are positive evidence")
+    operator_correction: float = 0.95
     safety_trigger: float = 0.9
     agent_escalation: float = 0.6
     unresolved_outcome: float = 0.3
     abandoned_outcome: float = 0.3
-
     disagreement_discount: float = Field(
         0.5, description="positive ratings cut a turn's confidence by at most this share"
     )
+
 
 class MonitorSettings(BaseModel):
     """Negative-rate trigger (seed 004: "exceeds 2% over a 24-hour window").
