@@ -92,7 +92,9 @@ class MonitorSettings(BaseModel):
 
     ``threshold``: fire above this rate; ``clear_below``: re-arm only once the rate fell below
     this (hysteresis); ``min_turns``: minimum turns in the window; ``cooldown_s``: seconds
-    between two requests for one agent; ``bucket_s``: bucket width of the window, seconds.
+    between two requests for one agent (event time); ``bucket_s``: bucket width of the window,
+    seconds. The weekly schedule (seed 003 cadence: "weekly production monitoring: random sample
+    of 10 cases") requests ``weekly_sample_size`` cases every ``weekly_interval_s`` per agent.
     """
 
     threshold: float = 0.02
@@ -103,6 +105,14 @@ class MonitorSettings(BaseModel):
     cooldown_s: int = 6 * 3600
     bucket_s: int = 300
 
+    max_records: int = Field(1000, description="largest batch the monitor handles at once")
+    weekly_interval_s: int = Field(
+        7 * 24 * 3600,
+        description="seconds between two sampled re-evaluations of one agent (seed 003: weekly)",
+    )
+    weekly_sample_size: int = Field(10, description="cases per sampled run (seed 003: 10)")
+    weekly_seed: int = Field(0, description="base seed of the weekly samples (mixed per agent)")
+    schedule_tick_s: float = Field(60.0, description="how often the schedule is checked, s")
 
 class TriageSettings(BaseModel):
     """Embedding and clustering. ``model_path`` None = the offline all-MiniLM-L6-v2 package."""
