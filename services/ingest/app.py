@@ -1,0 +1,187 @@
+"""HTTP ingest: ``POST /v1/events`` validates feedback events and produces them to Kafka.
+
+Contract (issue 2, "Services" and "Bad input"):
+
+* body: one event object or a JSON array of them, ``Content-Type: application/json``
+  (``415`` otherwise), at most ``settings.ingest.max_body_bytes`` bytes (``413``);
+* every record is validated (``evalloop.events.parse_events``); if ANY record is bad the answer
+  is ``422 {"message", "errors": [{"index", "event_id", "reason", "problems": [{"field",
+  "expected", "received"}]}]}`` naming every bad record, and nothing of the batch is published;
+* an ``event_id`` repeated within the batch is accepted once when the copies are identical
+  (``received_at`` aside), and is a ``conflicting_duplicate`` error when they differ;
+* valid batches get ``received_at`` = now (UTC), are published to ``feedback.events.v1`` keyed
+  by ``agent_id``, and answered ``202 {"accepted": [event ids]}`` once the bus acknowledged them
+  (Kafka: ``acks=all``). ``503`` when the bus refused: re-send the batch; the recorder stores
+  each ``event_id`` once, so a retry cannot double-count.
+
+Producers may also write to the topic directly; the recorder validates again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from evalloop.adapters.bus import Bus
+from evalloop.errors import BusError, FieldProblem, InvalidBatch, InvalidEvent
+from evalloop.events import FeedbackEvent, dump_event, parse_events, utc_now
+from evalloop.runtime import topics_for
+from evalloop.settings import Settings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+__all__ = ["build_http_app", "dedupe_batch"]
+
+log = logging.getLogger(__name__)
+_REJECTED = "nothing of this batch was published: fix the listed records and send it again"
+
+
+def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": code, "message": message, **extra}, status_code=status)
+
+
+def dedupe_batch(events: list[FeedbackEvent]) -> list[FeedbackEvent]:
+    """Drop identical repeats of an ``event_id`` (first kept), ``received_at`` ignored.
+
+    Raises:
+        InvalidBatch: an ``event_id`` is repeated with different content; one
+            ``conflicting_duplicate`` error per later copy, naming its index and the fields
+            that differ from the first copy.
+    """
+    first: dict[Any, tuple[int, dict[str, Any]]] = {}
+    out: list[FeedbackEvent] = []
+    errors: list[InvalidEvent] = []
+    for index, event in enumerate(events):
+        content = event.model_dump(mode="json", exclude={"received_at"})
+        seen = first.get(event.event_id)
+        if seen is None:
+            first[event.event_id] = (index, content)
+            out.append(event)
+            continue
+        at, kept = seen
+        if content != kept:
+            fields = sorted(k for k in kept | content if kept.get(k) != content.get(k))
+            errors.append(
+                InvalidEvent(
+                    "conflicting_duplicate",
+                    [
+                        FieldProblem(
+                            f,
+                            f"{json.dumps(kept.get(f))} (as in record {at}, same event_id)",
+                            json.dumps(content.get(f)),
+                        )
+                        for f in fields
+                    ],
+                    event_id=str(event.event_id),
+                    index=index,
+                )
+            )
+    if errors:
+        raise InvalidBatch(errors)
+    return out
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or ``None`` as soon as it exceeds ``limit`` bytes (never buffers more)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
+    """The ingest ASGI app.
+
+    Args:
+        settings: ``ingest`` limits, ``kafka`` connection and topic prefix.
+        bus: publish through this bus (the demo's ``InProcessBus``, tests); ``None`` = a
+            ``KafkaBus`` over a FastStream ``KafkaBroker`` connected in the app's lifespan.
+
+    Returns:
+        A Starlette app serving ``POST /v1/events`` and ``GET /healthz``.
+    """
+    topic = topics_for(settings).feedback_events
+    limit = settings.ingest.max_body_bytes
+
+    async def post_events(request: Request) -> JSONResponse:
+        ctype = request.headers.get("content-type", "")
+        media = ctype.split(";")[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            return _error(
+                415, "unsupported_media_type",
+                f"expected Content-Type application/json, received {ctype or 'none'!r}",
+            )
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return _error(
+                413, "payload_too_large",
+                f"expected a body of at most {limit} bytes, received {declared} bytes",
+            )
+        body = await _read_body(request, limit)
+        if body is None:
+            return _error(
+                413, "payload_too_large",
+                f"expected a body of at most {limit} bytes, received more",
+            )
+        try:
+            events = dedupe_batch(parse_events(body))
+        except InvalidBatch as exc:
+            return _error(422, "invalid_events", f"{len(exc.errors)} invalid record(s); "
+                          + _REJECTED, errors=[e.as_dict() for e in exc.errors])
+        except InvalidEvent as exc:
+            return _error(422, "invalid_body", f"{exc}; " + _REJECTED, errors=[exc.as_dict()])
+        if not events:
+            return _error(
+                422, "empty_batch", "expected one event object or a non-empty array, received []",
+                errors=[],
+            )
+        now = utc_now()
+        stamped = [e.model_copy(update={"received_at": now}) for e in events]
+        try:
+            await request.app.state.bus.publish_batch(
+                topic, [(e.agent_id, dump_event(e)) for e in stamped]
+            )
+        except BusError as exc:
+            log.warning("ingest: publishing %d events failed: %s", len(stamped), exc)
+            return _error(
+                503, "bus_unavailable",
+                f"the events could not be published ({exc}); send the batch again: an "
+                "event_id already stored is not counted twice",
+            )
+        return JSONResponse({"accepted": [str(e.event_id) for e in stamped]}, status_code=202)
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "topic": topic})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if bus is not None:
+            yield
+            return
+        from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics
+
+        broker = build_broker(settings.kafka)
+        await ensure_topics(settings.kafka, topics_for(settings))
+        await broker.connect()
+        app.state.bus = KafkaBus(broker)
+        try:
+            yield
+        finally:
+            await broker.stop()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/events", post_events, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.bus = bus
+    return app
