@@ -1,5 +1,46 @@
-"""`evalloop agent` (being built: owned by one helper; see its module when filled)."""
+"""``evalloop agent``: run the reference agent over HTTP.
+
+    evalloop agent serve --kb hr --port 8000 --format openai
+    evalloop agent serve --kb feedbackqa-who --full --format anthropic
+    evalloop agent serve --kb hr --weak            # the deliberately regressed configuration
+"""
+
+from __future__ import annotations
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, help="Run the reference agent (a real retrieval agent).")
+
+
+@app.command()
+def serve(
+    kb: str = typer.Option("hr", help="knowledge base: hr | feedbackqa-<australia|cdc|uk|who>"),
+    host: str = typer.Option("127.0.0.1", help="bind address"),
+    port: int = typer.Option(8000, help="TCP port"),
+    format: str = typer.Option(
+        "json", "--format",
+        help="default reply format: openai | openai-sse | anthropic | json | text",
+    ),
+    weak: bool = typer.Option(False, help="the deliberately weaker configuration"),
+    full: bool = typer.Option(False, help="FeedbackQA: load every passage from ../shared/data"),
+    delay_ms: float = typer.Option(0.0, help="simulated model latency per reply, milliseconds"),
+) -> None:
+    """Serve the reference agent: POST {"messages": [...]} to / ; GET /healthz."""
+    import uvicorn
+
+    from evalloop.agent import FORMATS, KB_NAMES, AgentConfig, ReferenceAgent, build_agent_app
+
+    if kb not in KB_NAMES:
+        raise typer.BadParameter(f"expected one of {list(KB_NAMES)}; got {kb!r}", param_hint="--kb")
+    if format not in FORMATS:
+        raise typer.BadParameter(f"expected one of {list(FORMATS)}; got {format!r}",
+                                 param_hint="--format")
+    agent = ReferenceAgent(AgentConfig(kb=kb, weak=weak, full_kb=full))
+    typer.echo(
+        f"reference agent {agent.config.version}: {len(agent.chunks)} chunks, "
+        f"default format {format}, http://{host}:{port}/"
+    )
+    uvicorn.run(
+        build_agent_app(agent, default_format=format, delay_s=delay_ms / 1000),  # type: ignore[arg-type]
+        host=host, port=port, log_level="warning",
+    )
