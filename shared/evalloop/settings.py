@@ -104,8 +104,6 @@ class MonitorSettings(BaseModel):
     min_negatives: int = 5
     cooldown_s: int = 6 * 3600
     bucket_s: int = 300
-
-    max_records: int = Field(1000, description="largest batch the monitor handles at once")
     weekly_interval_s: int = Field(
         7 * 24 * 3600,
         description="seconds between two sampled re-evaluations of one agent (seed 003: weekly)",

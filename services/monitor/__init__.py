@@ -1,0 +1,1 @@
+"""The monitor service: 24 h negative rate per agent -> ``reeval.requested.v1``."""

@@ -1,0 +1,363 @@
+"""Monitor: watches each agent's 24 h negative rate and requests re-evaluations.
+
+Consumes ``feedback.events.v1`` (group ``evalloop-monitor``); publishes ``reeval.requested.v1``
+keyed by ``agent_id`` when
+
+* the negative rate over the 24 h of event time ending at the agent's newest event exceeds 2%
+  with a minimum volume, once per crossing (seed 004; DESIGN.md, "Negative rate";
+  :mod:`evalloop.core.trigger`),
+* an ``agent_changed`` event says the system prompt, model or knowledge base changed, and
+* once per ``weekly_interval_s`` per agent (a seeded sample; seed 003's cadence table).
+
+Each batch is one PostgreSQL transaction: lock the agents' state rows, read the stored flags of
+the batch's turns, fold the batch in order (the trigger is evaluated after every event, so the
+decision does not depend on how the bus batched), write turn flags, bucket deltas, states and
+the requested jobs, commit; then publish the jobs from the outbox (``reeval_jobs.published_at``
+NULL) and mark them. A redelivered batch finds its effects stored and changes nothing; a crash
+between commit and publish is repaired by re-publishing the outbox at start and on the next
+batch. In memory: one :class:`AgentWindow` per agent (<= 288 buckets), validated against the
+state row's ``seq`` at every batch, so a restart or another instance's work is picked up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+from evalloop.adapters import monitor_store as store
+from evalloop.adapters.bus import Record
+from evalloop.core.fusion import FusionWeights, classify
+from evalloop.core.trigger import TriggerConfig, TriggerState, step
+from evalloop.core.window import AgentWindow, TurnFlags, TurnKey, TurnLedger, turn_flags
+from evalloop.errors import BusError, InvalidEvent, StorageError
+from evalloop.events import (
+    AgentChanged,
+    FeedbackEvent,
+    ReevalRequested,
+    dump_event,
+    parse_event,
+    utc_now,
+)
+from evalloop.runtime import Consumes, Deps, Publishes, Service
+from evalloop.topics import GROUP_MONITOR
+
+from services.monitor.requests import change_request, negative_rate_request, weekly_request
+
+__all__ = ["MonitorService"]
+
+log = logging.getLogger("evalloop.monitor")
+
+
+class MonitorService(Service):
+    """Monitor: the 24 h negative rate per agent -> ``reeval.requested.v1`` (once per crossing),
+    plus re-evaluations on agent changes and a weekly seeded sample.
+
+    Attributes:
+        skipped: records that could not be decoded (the recorder dead-letters them).
+        requested: jobs this instance recorded (all triggers).
+        published: job requests this instance published.
+    """
+
+    name = "monitor"
+    consumes = (
+        Consumes("feedback_events", GROUP_MONITOR, "on_feedback_events", FeedbackEvent, 1000),
+    )
+    publishes = (
+        Publishes(
+            "reeval_requested", ReevalRequested,
+            "a re-evaluation job: negative rate > 2% over 24 h, agent change, weekly sample",
+        ),
+    )
+
+    def __init__(self, deps: Deps) -> None:
+        """Build the trigger configuration and the signal classifier from ``deps.settings``.
+
+        ``deps.extras["clock"]`` (a ``() -> datetime`` UTC) may replace the wall clock used
+        for ``requested_at`` and the weekly schedule (tests, replays).
+
+        Raises:
+            ValueError: inconsistent monitor or fusion settings.
+        """
+        super().__init__(deps)
+        m = deps.settings.monitor
+        self.settings = m
+        self.trigger_config = TriggerConfig(
+            threshold=m.threshold, clear_below=m.clear_below, min_turns=m.min_turns,
+            min_negatives=m.min_negatives, cooldown_s=m.cooldown_s,
+        )
+        AgentWindow(window_s=m.window_s, bucket_s=m.bucket_s)  # validates the sizes now
+        weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
+        self._weights = weights
+        self.clock: Callable[[], datetime] = deps.extras.get("clock", utc_now)
+        self._windows: dict[str, tuple[int, AgentWindow]] = {}
+        self._outbox_lock = asyncio.Lock()
+        self._outbox_dirty = True
+        self._background: asyncio.Task[None] | None = None
+        self.skipped = 0
+        self.requested = 0
+        self.published = 0
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The PostgreSQL pool."""
+        return self.deps.pool
+
+    def _is_negative(self, event: FeedbackEvent) -> bool:
+        signal = classify(event, self._weights)
+        return signal is not None and signal.negative
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Re-publish jobs left unpublished by a previous process, then start the schedule."""
+        try:
+            await self.flush_outbox()
+        except (BusError, StorageError):
+            log.exception("monitor: re-publishing the outbox failed; retrying on the next batch")
+        self._background = asyncio.create_task(self._run_background(), name="monitor-schedule")
+
+    async def stop(self) -> None:
+        """Stop the schedule (the handler's work is transactional: nothing to drain)."""
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
+            self._background = None
+
+    async def _run_background(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._schedule_loop())
+
+    async def _schedule_loop(self) -> None:
+        while True:
+            try:
+                await self.request_weekly_samples()
+            except (BusError, StorageError):
+                log.exception("monitor: weekly schedule failed; retrying next tick")
+            await asyncio.sleep(self.settings.schedule_tick_s)
+
+    # ------------------------------------------------------------------ the handler
+
+    async def on_feedback_events(self, records: list[Record]) -> None:
+        """Handle one batch of ``feedback.events.v1`` records (see the module docs).
+
+        Records that do not decode are skipped and counted (``skipped``): the recorder sends
+        them to the dead-letter topic; the monitor only counts valid events.
+
+        Raises:
+            StorageError: PostgreSQL failed; nothing of the batch was stored (redeliver it).
+            BusError: a request could not be published; it stays in the outbox.
+        """
+        events: list[FeedbackEvent] = []
+        for r in records:
+            try:
+                events.append(parse_event(r.value))
+            except InvalidEvent as exc:
+                self.skipped += 1
+                log.debug("monitor: skipping %s@%s/%s: %s", r.topic, r.partition, r.offset, exc)
+        if events and await self._apply(events):
+            self._outbox_dirty = True
+        if self._outbox_dirty:
+            await self.flush_outbox()
+
+    async def _apply(self, events: list[FeedbackEvent]) -> list[UUID]:
+        m = self.settings
+        observations: list[tuple[datetime, TurnKey, TurnFlags]] = []
+        changes: list[AgentChanged] = []
+        for e in events:
+            flags = turn_flags(e, m.bucket_s, self._is_negative)
+            if flags is None:
+                assert isinstance(e, AgentChanged)
+                changes.append(e)
+            else:
+                observations.append((e.occurred_at, (e.agent_id, e.conversation_id, e.turn_id),
+                                     flags))
+        turn_agents = sorted({k[0] for _, k, _ in observations})
+        now = self.clock()
+        try:
+            async with store.transaction(self.pool, "monitor batch") as conn:
+                states = await store.lock_states(
+                    conn, set(turn_agents) | {c.agent_id for c in changes}
+                )
+                previous = await store.fetch_turns(conn, {k for _, k, _ in observations})
+                windows = await self._windows_for(conn, {a: states[a] for a in turn_agents})
+                ledger = TurnLedger(previous)
+                trig = {a: states[a].trigger for a in turn_agents}
+                jobs = [
+                    *self._fold(observations, ledger, windows, trig, now),
+                    *(change_request(c, requested_at=now) for c in changes),
+                ]
+                await store.upsert_turns(conn, ledger.changed())
+                await store.add_bucket_deltas(conn, ledger.net_deltas())
+                new_states = [self._state(states[a], trig[a], windows[a]) for a in turn_agents]
+                await store.save_states(conn, new_states)
+                inserted = await store.insert_jobs(conn, jobs)
+        except BaseException:
+            for a in turn_agents:  # the cache may hold uncommitted deltas: rebuild next time
+                self._windows.pop(a, None)
+            raise
+        for s in new_states:
+            self._windows[s.agent_id] = (s.seq, windows[s.agent_id])
+        self.requested += len(inserted)
+        return inserted
+
+    def _fold(
+        self,
+        observations: list[tuple[datetime, TurnKey, TurnFlags]],
+        ledger: TurnLedger,
+        windows: dict[str, AgentWindow],
+        trig: dict[str, TriggerState],
+        now: datetime,
+    ) -> list[ReevalRequested]:
+        """Apply the batch event by event and evaluate the trigger after each one."""
+        jobs: list[ReevalRequested] = []
+        for occurred_at, key, flags in observations:
+            agent = key[0]
+            w = windows[agent]
+            w.advance(occurred_at)
+            for bucket, delta in ledger.observe(key, flags):
+                w.add(bucket, delta)
+            assert w.newest is not None
+            totals = w.totals
+            decision = step(
+                trig[agent], negatives=totals.negatives, turns=totals.turns, at=w.newest,
+                config=self.trigger_config,
+            )
+            trig[agent] = decision.state
+            if decision.fire:
+                report = w.report()
+                assert report is not None
+                job = negative_rate_request(
+                    agent, report, threshold=self.trigger_config.threshold, requested_at=now
+                )
+                log.info("monitor: %s: re-evaluation requested: %s", agent, job.reason)
+                jobs.append(job)
+            elif decision.rearmed:
+                log.info("monitor: %s: %s", agent, decision.why)
+        return jobs
+
+    @staticmethod
+    def _state(old: store.AgentState, trig: TriggerState, w: AgentWindow) -> store.AgentState:
+        r = w.report()
+        return store.AgentState(
+            agent_id=old.agent_id, trigger=trig, newest_event_at=w.newest, seq=old.seq + 1,
+            last_report=(r.negatives, r.turns, r.rate, r.denominator) if r else None,
+        )
+
+    async def _windows_for(
+        self, conn: asyncpg.Connection, states: dict[str, store.AgentState]
+    ) -> dict[str, AgentWindow]:
+        """Cached windows still valid for ``states`` (same ``seq``), others rebuilt from the
+        stored buckets."""
+        m = self.settings
+        out: dict[str, AgentWindow] = {}
+        since: dict[str, datetime] = {}
+        for agent, st in states.items():
+            cached = self._windows.get(agent)
+            if cached is not None and cached[0] == st.seq:
+                out[agent] = cached[1]
+                continue
+            w = AgentWindow(window_s=m.window_s, bucket_s=m.bucket_s, newest=st.newest_event_at)
+            out[agent] = w
+            bounds = w.bounds()
+            if bounds is not None:
+                since[agent] = bounds[0]
+        for agent, buckets in (await store.load_buckets(conn, since)).items():
+            out[agent].load(buckets)
+        return out
+
+    def window(self, agent_id: str) -> AgentWindow | None:
+        """The cached window of ``agent_id`` (``None`` until a batch of it was handled)."""
+        cached = self._windows.get(agent_id)
+        return cached[1] if cached else None
+
+    # ------------------------------------------------------------------ outbox and schedule
+
+    async def flush_outbox(self) -> int:
+        """Publish every recorded job whose request is not yet published, oldest first, and
+        mark each once the bus acked it. Returns how many were published.
+
+        Raises:
+            BusError: the bus refused a request (it stays in the outbox for the next try).
+            StorageError: PostgreSQL failed.
+        """
+        topic = self.deps.topics.reeval_requested
+        count = 0
+        async with self._outbox_lock:
+            self._outbox_dirty = False
+            while True:
+                jobs = await store.unpublished_jobs(self.pool, limit=500)
+                done: list[UUID] = []
+                try:
+                    for job in jobs:
+                        await self.deps.bus.publish(topic, dump_event(job), key=job.agent_id)
+                        done.append(job.job_id)
+                except BaseException:
+                    self._outbox_dirty = True
+                    raise
+                finally:
+                    await store.mark_published(self.pool, done)
+                count += len(done)
+                if len(jobs) < 500:
+                    break
+        self.published += count
+        return count
+
+    async def request_weekly_samples(self, now: datetime | None = None) -> list[UUID]:
+        """Request the weekly sampled re-evaluation of every agent that is due.
+
+        An agent is due ``weekly_interval_s`` after its previous sample (or after the monitor
+        first saw it). The due time is moved in the same transaction that records the job,
+        and the job id derives from the previous due time, so restarts and concurrent
+        instances cannot request one period twice.
+
+        Args:
+            now: the current time (UTC); default the service clock.
+
+        Returns:
+            Ids of the jobs recorded (and published).
+
+        Raises:
+            StorageError: PostgreSQL failed (nothing recorded).
+            BusError: publishing failed (the jobs stay in the outbox).
+        """
+        m = self.settings
+        now = now or self.clock()
+        async with store.transaction(self.pool, "weekly schedule") as conn:
+            rows = await conn.fetch(
+                "SELECT agent_id, last_weekly_at FROM monitor_state"
+                " WHERE last_weekly_at <= $1 ORDER BY agent_id FOR UPDATE SKIP LOCKED",
+                now - timedelta(seconds=m.weekly_interval_s),
+            )
+            jobs = [
+                weekly_request(
+                    r["agent_id"], previous_at=r["last_weekly_at"],
+                    interval_s=m.weekly_interval_s, sample_size=m.weekly_sample_size,
+                    base_seed=m.weekly_seed, requested_at=now,
+                )
+                for r in rows
+            ]
+            await conn.execute(
+                "UPDATE monitor_state SET last_weekly_at = $2 WHERE agent_id = ANY($1::text[])",
+                [r["agent_id"] for r in rows], now,
+            )
+            inserted = await store.insert_jobs(conn, jobs)
+        if inserted:
+            self.requested += len(inserted)
+            self._outbox_dirty = True
+            await self.flush_outbox()
+        return inserted
+
+    def describe(self) -> dict[str, Any]:
+        """Counters for health checks and the demo: agents cached, skipped, requested,
+        published."""
+        return {
+            "agents": len(self._windows), "skipped": self.skipped,
+            "requested": self.requested, "published": self.published,
+        }
