@@ -1,0 +1,381 @@
+"""A local Apache Kafka 4.x broker from Maven Central jars (no Docker, no Apache mirrors).
+
+Used by ``deploy/kafka.py`` (the command line), ``tests/conftest.py`` (a broker per test session)
+and ``.ci/run``. Only the standard library and aiokafka are imported, so the script runs wherever
+evalloop is installed.
+
+Steps (NOTES.md, "Apache Kafka from Maven Central"):
+
+1. :func:`fetch` resolves ``deploy/kafka/pom.xml`` (``org.apache.kafka:kafka_2.13`` plus a log4j2
+   SLF4J binding) with ``mvn dependency:copy-dependencies`` into ``<cache>/kafka-<version>/libs``.
+2. :func:`start` writes ``server.properties`` for one combined broker+controller on 127.0.0.1 with
+   free ports and a static quorum, formats KRaft storage (``kafka.tools.StorageTool``), launches
+   ``java -cp 'libs/*' kafka.Kafka server.properties`` in its own session, and waits until an
+   aiokafka admin client's ``describe_cluster()`` answers (the broker serves requests only once
+   unfenced). It fails at once, with the log's tail, if the JVM exits first.
+3. :func:`stop` sends SIGTERM, then SIGKILL after a grace period.
+
+State (bootstrap address, pid, paths) is kept in ``<state dir>/state.json`` so that ``stop`` and
+``status`` work from another process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_CACHE",
+    "KafkaLaunchError",
+    "LocalKafka",
+    "fetch",
+    "is_running",
+    "kafka_version",
+    "read_state",
+    "start",
+    "stop",
+]
+
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "evalloop"
+_STATE = "state.json"
+# NOTES.md: a 512 MB heap is plenty for one test broker; the 128 MB default dedupe buffer is
+# allocated at start, so it is cut to 8 MB.
+_JVM_OPTS = (
+    "-Xms256m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-Djava.awt.headless=true",
+)
+_LOG4J2 = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = STDOUT
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
+"""
+
+
+class KafkaLaunchError(RuntimeError):
+    """The jars could not be fetched, or the broker did not start or stop."""
+
+
+@dataclass(frozen=True, slots=True)
+class LocalKafka:
+    """A broker started by :func:`start`.
+
+    Attributes:
+        bootstrap: ``127.0.0.1:<port>`` of the PLAINTEXT listener.
+        pid: the JVM's process id.
+        home: the state directory (``server.properties``, ``data/``, ``kafka.log``, ``state.json``).
+        log_path: the JVM's combined stdout/stderr (log4j2 writes to stdout).
+        started_s: seconds from launch to the first answered ``describe_cluster()``.
+    """
+
+    bootstrap: str
+    pid: int
+    home: Path
+    log_path: Path
+    started_s: float
+
+    def to_json(self) -> str:
+        """The state file's content (paths as strings)."""
+        d = asdict(self)
+        d["home"], d["log_path"] = str(self.home), str(self.log_path)
+        return json.dumps(d, indent=2, sort_keys=True)
+
+
+def kafka_version(pom: Path) -> str:
+    """The ``kafka.version`` property of ``pom`` (the single place the version is pinned).
+
+    Raises:
+        KafkaLaunchError: the POM has no ``<kafka.version>`` property.
+    """
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    node = ET.parse(pom).getroot().find("m:properties/m:kafka.version", ns)
+    if node is None or not (node.text or "").strip():
+        raise KafkaLaunchError(f"{pom}: expected a <kafka.version> property, found none")
+    return (node.text or "").strip()
+
+
+def fetch(pom: Path, cache_dir: Path = DEFAULT_CACHE) -> Path:
+    """Copy Kafka's runtime jars into ``cache_dir/kafka-<version>/libs``; skip when present.
+
+    Returns:
+        The ``libs`` directory.
+
+    Raises:
+        KafkaLaunchError: Maven is missing or failed (its output is in the message).
+    """
+    libs = cache_dir.expanduser() / f"kafka-{kafka_version(pom)}" / "libs"
+    if (libs / ".complete").exists():
+        return libs
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaLaunchError("Maven ('mvn') is not on PATH: install it (apt-get install maven)")
+    tmp = libs.with_name("libs.partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    proc = subprocess.run(
+        [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+         "-DincludeScope=runtime", f"-DoutputDirectory={tmp}"],
+        capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        raise KafkaLaunchError(f"mvn failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    (tmp / ".complete").write_text(kafka_version(pom) + "\n")
+    shutil.rmtree(libs, ignore_errors=True)
+    tmp.rename(libs)  # atomic: a half-fetched folder is never taken for a complete one
+    return libs
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id (Kafka's ``Uuid`` text form), never starting with ``-``.
+
+    NOTES.md: a leading ``-`` is taken for an option by StorageTool's argument parser.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
+
+
+def _server_properties(home: Path, port: int, cport: int) -> str:
+    rf1 = {
+        f"{p}.{k}": 1
+        for p in ("offsets.topic", "transaction.state.log", "share.coordinator.state.topic")
+        for k in ("replication.factor", "min.isr")
+    }
+    props: dict[str, object] = {
+        "process.roles": "broker,controller",
+        "node.id": 1,
+        "controller.quorum.voters": f"1@127.0.0.1:{cport}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(home / "data"),
+        **rf1,
+        # 50 partitions (the default) make the first consumer group wait for 50 creations.
+        "offsets.topic.num.partitions": 5,
+        "transaction.state.log.num.partitions": 5,
+        "share.coordinator.state.topic.num.partitions": 5,
+        "group.initial.rebalance.delay.ms": 0,
+        "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
+        "num.partitions": 1,
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _java(libs: Path, home: Path, main: str, *args: str) -> list[str]:
+    java = shutil.which("java")
+    if java is None:
+        raise KafkaLaunchError("'java' is not on PATH: Kafka 4 needs Java 17+")
+    return [
+        java, *_JVM_OPTS,
+        f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
+        f"-Dkafka.logs.dir={home / 'logs'}",
+        "-cp", f"{libs}/*", main, *args,
+    ]
+
+
+class _Quiet:
+    """Raise a logger's level to CRITICAL inside ``with`` (restored on exit)."""
+
+    def __init__(self, name: str) -> None:
+        self._logger = logging.getLogger(name)
+        self._level = self._logger.level
+
+    def __enter__(self) -> None:
+        self._level = self._logger.level
+        self._logger.setLevel(logging.CRITICAL)
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.setLevel(self._level)
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+async def _wait_ready(bootstrap: str, proc: subprocess.Popen[bytes], log_path: Path,
+                      timeout_s: float) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.errors import KafkaError
+
+    deadline = time.monotonic() + timeout_s
+    last: BaseException | None = None
+    quiet = _Quiet("aiokafka")  # "Unable connect" is expected while the JVM boots
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise KafkaLaunchError(
+                f"Kafka exited with code {proc.returncode} before it was ready; "
+                f"last lines of {log_path}:\n{_tail(log_path)}"
+            )
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+        try:
+            with quiet:
+                await admin.start()
+                await admin.describe_cluster()
+            return
+        except (KafkaError, OSError) as exc:
+            last = exc
+        finally:
+            await admin.close()
+        await asyncio.sleep(0.25)
+    raise KafkaLaunchError(
+        f"Kafka at {bootstrap} not ready after {timeout_s:.0f} s ({last!r}); "
+        f"last lines of {log_path}:\n{_tail(log_path)}"
+    )
+
+
+def _format_and_launch(libs: Path, home: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """Blocking part of :func:`start`: config files, StorageTool, the JVM launch."""
+    shutil.rmtree(home, ignore_errors=True)
+    (home / "logs").mkdir(parents=True)
+    port, cport = _free_port(), _free_port()
+    while cport == port:
+        cport = _free_port()
+    props = home / "server.properties"
+    props.write_text(_server_properties(home, port, cport))
+    (home / "log4j2.properties").write_text(_LOG4J2)
+    fmt = subprocess.run(
+        _java(libs, home, "kafka.tools.StorageTool", "format", "-t", _cluster_id(),
+              "-c", str(props), "--ignore-formatted"),
+        capture_output=True, text=True, check=False,
+    )
+    if fmt.returncode != 0:
+        raise KafkaLaunchError(f"StorageTool format failed:\n{fmt.stdout}\n{fmt.stderr}")
+    with (home / "kafka.log").open("ab") as log:
+        proc = subprocess.Popen(
+            _java(libs, home, "kafka.Kafka", str(props)),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, cwd=home,
+        )
+    return f"127.0.0.1:{port}", proc
+
+
+async def start(libs: Path, home: Path, *, timeout_s: float = 90.0) -> LocalKafka:
+    """Format fresh KRaft storage in ``home`` and start a broker; return once it serves.
+
+    ``home`` is wiped first (a test broker keeps no data between starts). The JVM runs in its own
+    session, so it outlives the caller (``deploy/kafka.py start`` returns, the broker stays).
+
+    Args:
+        libs: the jar folder from :func:`fetch`.
+        home: state directory (created; its previous content is removed).
+        timeout_s: seconds to wait for ``describe_cluster()`` to answer.
+
+    Raises:
+        KafkaLaunchError: formatting failed, the JVM exited, or it was not ready in time
+            (then it is killed); the message carries the log's last lines.
+    """
+    t0 = time.monotonic()
+    home = home.expanduser().resolve()  # noqa: ASYNC240 (a path computation, no I/O)
+    bootstrap, proc = await asyncio.to_thread(_format_and_launch, libs, home)
+    log_path = home / "kafka.log"
+    try:
+        await _wait_ready(bootstrap, proc, log_path, timeout_s)
+    except BaseException:
+        _terminate(proc.pid, grace_s=2.0)
+        raise
+    server = LocalKafka(bootstrap, proc.pid, home, log_path, round(time.monotonic() - t0, 2))
+    (home / _STATE).write_text(server.to_json())
+    return server
+
+
+def read_state(home: Path) -> LocalKafka | None:
+    """The broker recorded in ``home/state.json``, or ``None`` when there is none."""
+    try:
+        d = json.loads((home.expanduser() / _STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    return LocalKafka(d["bootstrap"], d["pid"], Path(d["home"]), Path(d["log_path"]),
+                      d["started_s"])
+
+
+def is_running(pid: int) -> bool:
+    """Whether ``pid`` is a live (not zombie) Kafka JVM (checked in /proc, guarding reuse)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    return b"kafka.Kafka" in cmdline and state != "Z"
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # not our child: init reaps it
+
+
+def _terminate(pid: int, grace_s: float) -> bool:
+    """SIGTERM ``pid``, SIGKILL after ``grace_s`` seconds; True when it had to be killed."""
+    if not is_running(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not is_running(pid):
+            return False
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(50):
+        _reap(pid)
+        if not is_running(pid):
+            break
+        time.sleep(0.1)
+    return True
+
+
+def stop(home: Path, *, grace_s: float = 20.0, remove: bool = False) -> LocalKafka | None:
+    """Stop the broker recorded in ``home`` (SIGTERM, then SIGKILL after ``grace_s`` seconds).
+
+    Args:
+        home: the state directory given to :func:`start`.
+        grace_s: seconds to wait for a clean shutdown before SIGKILL.
+        remove: also delete ``home`` (data and logs).
+
+    Returns:
+        The stopped broker's state, or ``None`` when none was recorded.
+    """
+    server = read_state(home)
+    if server is not None:
+        _terminate(server.pid, grace_s)
+        (home.expanduser() / _STATE).unlink(missing_ok=True)
+    if remove:
+        shutil.rmtree(home.expanduser(), ignore_errors=True)
+    return server

@@ -1,0 +1,58 @@
+"""The local Kafka launcher's pure parts: version pin, cluster ids, broker properties, state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from evalloop.adapters import local_kafka
+from evalloop.adapters.local_kafka import KafkaLaunchError, LocalKafka
+
+POM = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "pom.xml"
+
+
+def test_version_comes_from_the_pom() -> None:
+    assert local_kafka.kafka_version(POM).startswith("4.")
+
+
+def test_a_pom_without_the_version_property_is_refused(tmp_path: Path) -> None:
+    pom = tmp_path / "pom.xml"
+    pom.write_text('<project xmlns="http://maven.apache.org/POM/4.0.0"><properties/></project>')
+    with pytest.raises(KafkaLaunchError, match=r"expected a <kafka\.version> property"):
+        local_kafka.kafka_version(pom)
+
+
+def test_cluster_ids_are_kafka_uuids_never_starting_with_a_dash() -> None:
+    ids = [local_kafka._cluster_id() for _ in range(2000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert len(set(ids)) == 2000
+
+
+def test_server_properties_single_node_static_quorum(tmp_path: Path) -> None:
+    text = local_kafka._server_properties(tmp_path, 9100, 9101)
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["process.roles"] == "broker,controller"
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:9101"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9100"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9100,CONTROLLER://127.0.0.1:9101"
+    assert props["offsets.topic.replication.factor"] == "1"
+    assert props["share.coordinator.state.topic.min.isr"] == "1"
+    assert props["group.initial.rebalance.delay.ms"] == "0"
+    assert props["log.cleaner.dedupe.buffer.size"] == str(8 * 1024 * 1024)
+    assert props["log.dirs"] == str(tmp_path / "data")
+    assert "controller.quorum.bootstrap.servers" not in props  # never both (NOTES.md)
+
+
+def test_state_round_trips_and_stop_without_state_is_a_no_op(tmp_path: Path) -> None:
+    server = LocalKafka("127.0.0.1:9100", 2**22 + 7, tmp_path, tmp_path / "kafka.log", 4.2)
+    (tmp_path / "state.json").write_text(server.to_json())
+    assert local_kafka.read_state(tmp_path) == server
+    assert not local_kafka.is_running(server.pid)
+    assert local_kafka.stop(tmp_path) == server  # a dead pid is not signalled
+    assert local_kafka.read_state(tmp_path) is None
+    assert local_kafka.stop(tmp_path) is None
+
+
+async def test_start_with_missing_jars_fails_with_the_tools_output(tmp_path: Path) -> None:
+    with pytest.raises(KafkaLaunchError, match="StorageTool format failed"):
+        await local_kafka.start(tmp_path / "no-libs", tmp_path / "home", timeout_s=5)
