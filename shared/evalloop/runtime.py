@@ -147,22 +147,30 @@ def build_faststream_app(
         pool = await connect_pool(
             dsn, min_size=settings.postgres.pool_min, max_size=settings.postgres.pool_max
         )
-        deps = Deps(
-            settings=settings, pool=pool, bus=KafkaBus(broker), topics=topics,
-            extras=extras(settings) if extras else {},
-        )
-        service = service_cls(deps)
-        holder["service"] = service
-        await service.start()
         try:
+            deps = Deps(
+                settings=settings, pool=pool, bus=KafkaBus(broker), topics=topics,
+                extras=extras(settings) if extras else {},
+            )
+            holder["service"] = service_cls(deps)
             yield
         finally:
-            await service.stop()
             await pool.close()
+
+    # The lifespan is entered before the broker connects and left after it disconnected, so the
+    # service's own start/stop (which may publish) run in the app's after-startup / on-shutdown
+    # hooks, while the broker is connected.
+    async def start_service() -> None:
+        await holder["service"].start()
+
+    async def stop_service() -> None:
+        await holder["service"].stop()
 
     return FastStream(
         broker,
         lifespan=lifespan,
+        after_startup=(start_service,),
+        on_shutdown=(stop_service,),
         specification=AsyncAPI(
             title=f"evalloop {service_cls.name}",
             version="1.0.0",

@@ -76,11 +76,13 @@ class KafkaBus:
         """
         if not items:
             return
-        producer = self._broker.config.producer  # the aiokafka producer FastStream holds
         try:
+            # no_confirm=True returns once aiokafka has queued the record (in call order, so
+            # order per key holds: idempotent producer); the acks are awaited together after.
             futures = [
-                await producer.producer.send(  # type: ignore[attr-defined]
-                    topic, value=value, key=key.encode() if key is not None else None
+                await self._broker.publish(
+                    value, topic=topic, key=key.encode() if key is not None else None,
+                    no_confirm=True,
                 )
                 for key, value in items
             ]
@@ -108,6 +110,18 @@ def records_from_message(message: KafkaMessage) -> list[Record]:
     ]
 
 
+async def _raw_batch(message: KafkaMessage) -> list[bytes]:
+    """FastStream decoder that keeps payloads as bytes.
+
+    FastStream's default decoder JSON-parses every payload, and the handler's ``list[bytes]``
+    annotation then refuses the parsed dicts (a JSON event would be re-delivered forever);
+    handlers decode ``Record.value`` themselves, so parsing here would be wasted work anyway.
+    """
+    raw = message.raw_message
+    records = raw if isinstance(raw, tuple | list) else (raw,)
+    return [cr.value if cr.value is not None else b"" for cr in records]
+
+
 def subscribe_batch(
     broker: KafkaBroker,
     topic: str,
@@ -133,6 +147,7 @@ def subscribe_batch(
         batch_timeout_ms=batch_timeout_ms,
         auto_offset_reset="earliest",
         ack_policy=AckPolicy.NACK_ON_ERROR,
+        decoder=_raw_batch,
         title=title,
         description=description or handler.__doc__,
     )
