@@ -1,0 +1,1 @@
+"""The recorder service: feedback events -> PostgreSQL (once) -> negative cases."""
