@@ -178,6 +178,7 @@ class AgentSummary:
     peak_rate: float
     peak_at: datetime | None
     first_crossing: datetime | None
+    max_window_turns: int = 0
 
 
 @dataclass(frozen=True)
@@ -203,9 +204,14 @@ class Schedule:
             lines.append(f"incident: {agent} from {s:%Y-%m-%d %H:%M} to {e:%Y-%m-%d %H:%M} UTC")
         for a in self.agents.values():
             crossing = f"{a.first_crossing:%m-%d %H:%M}" if a.first_crossing else "never"
+            peak = (
+                f"peak 24 h rate {a.peak_rate:.2%}; expected crossing {crossing}"
+                if a.peak_at
+                else f"at most {a.max_window_turns} turns per 24 h (below the minimum volume)"
+            )
             lines.append(
                 f"{a.agent_id}: {a.turns} turns, {a.rated_turns} rated, {a.negative_turns} "
-                f"negative; peak 24 h rate {a.peak_rate:.2%}; expected crossing {crossing}"
+                f"negative; {peak}"
             )
         return lines
 
@@ -509,6 +515,7 @@ def build_schedule(
             peak_rate=peak,
             peak_at=peak_at,
             first_crossing=crossing,
+            max_window_turns=max((n for _, n, _ in track), default=0),
         )
     return Schedule(
         start=start,
