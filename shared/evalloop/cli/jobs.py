@@ -1,5 +1,136 @@
-"""`evalloop jobs` (being built: owned by one helper; see its module when filled)."""
+"""``evalloop jobs``: the re-evaluation jobs (``reeval_jobs``) — why each was requested, its
+status and result.
+
+Connects to the PostgreSQL named by settings (``EVALLOOP_POSTGRES__DSN``) or, without one, to the
+embedded server (``evalloop.adapters.postgres.resolve_dsn``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True)
+from evalloop.adapters.monitor_store import JobRow, list_jobs
+from evalloop.adapters.postgres import connect_pool, resolve_dsn
+from evalloop.errors import EvalloopError
+from evalloop.settings import Settings
+
+__all__ = ["app", "list_cmd", "summarize_result"]
+
+app = typer.Typer(no_args_is_help=True, help="Re-evaluation jobs: why, status, result.")
+
+_STATUSES = ("requested", "running", "succeeded", "failed")
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, list):
+        return len(value)
+    return None
+
+
+def summarize_result(result: dict[str, Any] | None, error: str | None = None) -> str:
+    """One line from a job's ``result`` JSON (written by the evaluator), e.g.
+    ``"NO-GO; 27 passed, 2 failed of 29; gate failures: 2"``.
+
+    Reads, where present (at the top level or under ``summary``/``gates``): ``decision``
+    (GO / CONDITIONAL GO / NO-GO), ``passed``, ``failed``, ``total``/``cases``,
+    ``gate_failures``, ``exit_code``; otherwise shows the JSON abridged. ``error`` wins.
+    """
+    if error:
+        return f"error: {error}"[:120]
+    if not result:
+        return ""
+    scopes = [result]
+    for key in ("summary", "gates"):
+        if isinstance(result.get(key), dict):
+            scopes.append(result[key])
+
+    def find(*names: str) -> Any:
+        for scope in scopes:
+            for name in names:
+                if name in scope and scope[name] is not None:
+                    return scope[name]
+        return None
+
+    parts: list[str] = []
+    decision = find("decision", "gate_decision")
+    if isinstance(decision, str):
+        parts.append(decision)
+    passed, failed = _count(find("passed")), _count(find("failed"))
+    total = _count(find("total", "cases", "n_cases"))
+    if passed is not None or failed is not None:
+        counts = f"{passed or 0} passed, {failed or 0} failed"
+        parts.append(counts + (f" of {total}" if total is not None else ""))
+    elif total is not None:
+        parts.append(f"{total} cases")
+    gate_failures = _count(find("gate_failures"))
+    if gate_failures is not None:
+        parts.append(f"gate failures: {gate_failures}")
+    exit_code = find("exit_code")
+    if isinstance(exit_code, int) and not isinstance(exit_code, bool):
+        parts.append(f"exit {exit_code}")
+    if parts:
+        return "; ".join(parts)
+    text = json.dumps(result, separators=(",", ":"), default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+async def _fetch(dsn: str, agent: str | None, status: str | None, limit: int) -> list[JobRow]:
+    pool = await connect_pool(dsn, min_size=1, max_size=1)
+    try:
+        return await list_jobs(pool, agent_id=agent, status=status, limit=limit)
+    finally:
+        await pool.close()
+
+
+def _as_json(row: JobRow) -> dict[str, Any]:
+    out = asdict(row)
+    out["summary"] = summarize_result(row.result, row.error)
+    return json.loads(json.dumps(out, default=str))  # uuid/datetime -> str
+
+
+@app.command("list")
+def list_cmd(
+    agent: Annotated[str | None, typer.Option("--agent", help="only this agent")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="requested | running | succeeded | failed")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table")] = False,
+) -> None:
+    """List re-evaluation jobs, newest first: when, agent, trigger, why, status, result."""
+    if status is not None and status not in _STATUSES:
+        raise typer.BadParameter(
+            f"expected one of {', '.join(_STATUSES)}, got {status!r}", param_hint="--status"
+        )
+    settings = Settings()
+    try:
+        rows = asyncio.run(_fetch(resolve_dsn(settings.postgres), agent, status, limit))
+    except EvalloopError as exc:
+        Console(stderr=True).print(f"[red]cannot list jobs:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    console = Console()
+    if as_json:
+        for row in rows:
+            console.print_json(json.dumps(_as_json(row)))
+        return
+    table = Table(title=f"re-evaluation jobs ({len(rows)})", show_lines=False)
+    for col in ("requested (UTC)", "agent", "trigger", "reason", "status", "result"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(
+            r.requested_at.strftime("%Y-%m-%d %H:%M:%S"), r.agent_id, r.trigger, r.reason,
+            r.status + ("" if r.published_at else " (unpublished)"),
+            summarize_result(r.result, r.error),
+        )
+    console.print(table)
