@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from evalloop.errors import ConfigError
 
 __all__ = [
+    "AgentEndpoint",
     "EvaluatorSettings",
     "FusionSettings",
     "IngestSettings",
@@ -123,13 +124,53 @@ class TriageSettings(BaseModel):
     candidates_per_cluster: int = 3
 
 
+class AgentEndpoint(BaseModel):
+    """Where an agent under evaluation answers (the settings side of the agent registry).
+
+    ``auth_header_value_env`` names the *environment variable* holding the header's value, so
+    no secret is ever written in settings or the database. ``response_format``: ``auto`` (the
+    runner detects it) or a hint (openai, openai-sse, anthropic, json, text).
+    """
+
+    url: str
+    auth_header_name: str | None = None
+    auth_header_value_env: str | None = None
+    response_format: str = "auto"
+
+
 class EvaluatorSettings(BaseModel):
-    """Runner defaults: concurrency, per-request timeout (s), retries on 5xx/timeouts."""
+    """Runner defaults: concurrency, per-request timeout (s), retries on 5xx/timeouts; the
+    evaluator service's job handling (seconds).
+
+    ``agents``: agent id -> endpoint, used when the ``agents`` table has no row for the agent
+    (env ``EVALLOOP_EVALUATOR__AGENTS='{"hr-agent": {"url": "http://..."}}'``). A job is
+    claimed for ``lease_s``; the worker heartbeats every ``heartbeat_s``; the sweep runs every
+    ``sweep_interval_s`` and picks up ``requested`` jobs older than ``request_grace_s`` and
+    ``running`` jobs whose heartbeat is older than ``lease_s``; a job is given up after
+    ``max_attempts`` claims. ``max_parallel_jobs``: jobs one evaluator process runs at once.
+    """
 
     concurrency: int = 8
     timeout_s: float = 30.0
     retries: int = 2
     results_dir: Path = Path(".")
+    agents: dict[str, AgentEndpoint] = Field(default_factory=dict)
+    worker_id: str | None = Field(None, description="claim owner name; default host:pid")
+    lease_s: float = Field(60.0, gt=0)
+    heartbeat_s: float = Field(10.0, gt=0)
+    sweep_interval_s: float = Field(15.0, gt=0)
+    request_grace_s: float = Field(30.0, ge=0)
+    max_attempts: int = Field(3, ge=1)
+    max_parallel_jobs: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> EvaluatorSettings:
+        if self.heartbeat_s >= self.lease_s:
+            raise ConfigError(
+                f"evaluator.heartbeat_s ({self.heartbeat_s}) must be below lease_s "
+                f"({self.lease_s}), or a live job looks dead"
+            )
+        return self
 
 
 class Settings(BaseSettings):
