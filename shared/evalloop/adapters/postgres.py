@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -74,6 +75,12 @@ def _sqlalchemy_url(dsn: str) -> str:
     return url
 
 
+# Alembic keeps its running context in module globals (``alembic.context``), so two upgrades in
+# one process (several services under ``evalloop up``) must not overlap; across processes the
+# advisory lock in migrations/env.py orders them.
+_MIGRATE_LOCK = threading.Lock()
+
+
 def _migrate_sync(dsn: str, revision: str) -> None:
     from alembic import command
     from alembic.config import Config
@@ -81,7 +88,8 @@ def _migrate_sync(dsn: str, revision: str) -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     cfg.attributes["sqlalchemy_url"] = _sqlalchemy_url(dsn)
-    command.upgrade(cfg, revision)
+    with _MIGRATE_LOCK:
+        command.upgrade(cfg, revision)
 
 
 async def migrate(dsn: str, revision: str = "head") -> None:
