@@ -310,8 +310,23 @@ def _delay(rng: random.Random, median_s: float, sigma: float, lo: float, hi: flo
     return timedelta(seconds=min(hi, max(lo, median_s * math.exp(rng.gauss(0.0, sigma)))))
 
 
+def _context(turn: Turn, cache: dict[str, ContextChunk]) -> list[ContextChunk] | None:
+    out = []
+    for c in turn.chunks:
+        chunk = cache.get(c.id)
+        if chunk is None:
+            chunk = cache[c.id] = ContextChunk(id=c.id, text=c.text, source=c.source)
+        out.append(chunk)
+    return out or None
+
+
 def _turn_events(
-    turn: Turn, key: str, at: datetime, rng: random.Random, version: str
+    turn: Turn,
+    key: str,
+    at: datetime,
+    rng: random.Random,
+    version: str,
+    chunks: list[ContextChunk] | None,
 ) -> list[FeedbackEvent]:
     common = {
         "agent_id": turn.agent_id,
@@ -321,7 +336,6 @@ def _turn_events(
         "question": turn.question,
         "answer": turn.answer,
     }
-    chunks = [ContextChunk(id=c.id, text=c.text, source=c.source) for c in turn.chunks] or None
     events: list[FeedbackEvent] = [
         AgentResponse(
             event_id=event_id_for(key, "agent_response"),
@@ -480,6 +494,7 @@ def build_schedule(
         times = _Diurnal(start, end - _TAIL, plan.diurnal_amplitude, -5).draw(rng, len(episodes))
         timed.extend((t, turn, turn.key) for t, turn in zip(times, episodes, strict=True))
 
+    chunk_cache: dict[str, ContextChunk] = {}
     late_rng = random.Random(f"{seed}|late")
     event_rng = random.Random(f"{seed}|events")
     out: list[ScheduledEvent] = []
@@ -487,7 +502,9 @@ def build_schedule(
     for t, turn, key in sorted(timed, key=lambda x: (x[0], x[2])):
         late = late_rng.random() < plan.late_fraction
         shift = timedelta(seconds=late_rng.uniform(*plan.late_delay_s)) if late else timedelta()
-        events = _turn_events(turn, key, t, event_rng, plan.agent_version)
+        events = _turn_events(
+            turn, key, t, event_rng, plan.agent_version, _context(turn, chunk_cache)
+        )
         out.extend(ScheduledEvent(e.occurred_at + shift, e) for e in events)
         stats = per_agent[turn.agent_id]
         stats["turns"].append(t)
