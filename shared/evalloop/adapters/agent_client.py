@@ -1,0 +1,184 @@
+"""HTTP client for the agent under evaluation (seed 003's endpoint contract).
+
+``POST <endpoint>`` with ``{"messages": [{"role": "user", "content": <input>}]}``; the body is
+read by :func:`evalloop.core.evaluation.extract.extract_text` (SSE, OpenAI, Anthropic, generic
+JSON, plain text). httpx errors are mapped to :class:`AgentCallError` here, in one place:
+
+* connection refused / reset / DNS failure -> ``unreachable``; a per-attempt deadline passed
+  -> ``timeout``; 5xx (and 429) -> ``http_5xx``. All three are retried with exponential
+  backoff (``backoff_s * 2**attempt``; deterministic, no jitter) up to ``retries`` times.
+* 4xx (except 429) -> ``http_4xx`` and an unreadable body -> ``malformed_response``: not
+  retried (the same request would fail the same way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Literal
+
+import httpx
+
+from evalloop.core.evaluation.extract import MalformedResponse, ResponseFormat, extract_text
+from evalloop.core.evaluation.results import AgentFailure
+from evalloop.errors import AgentError
+
+__all__ = ["AgentCallError", "AgentClient", "AgentReply", "parse_header"]
+
+FailureKind = Literal["unreachable", "timeout", "http_5xx", "http_4xx", "malformed_response"]
+
+
+class AgentCallError(AgentError):
+    """The agent gave no usable answer after all attempts.
+
+    Attributes:
+        failure: the :class:`~evalloop.core.evaluation.results.AgentFailure` record (kind,
+            message, last HTTP status, attempts).
+        elapsed_ms: time spent on every attempt and backoff, milliseconds.
+    """
+
+    def __init__(self, failure: AgentFailure, elapsed_ms: float) -> None:
+        self.failure = failure
+        self.elapsed_ms = elapsed_ms
+        super().__init__(f"{failure.kind} after {failure.attempts} attempt(s): {failure.message}")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReply:
+    """One answer: ``text``, the ``format`` it came in, ``latency_ms`` (all attempts incl.
+    backoff, milliseconds), ``attempts`` made and the final ``status_code``."""
+
+    text: str
+    format: ResponseFormat
+    latency_ms: float
+    attempts: int
+    status_code: int
+
+
+def parse_header(raw: str) -> tuple[str, str]:
+    """Parse ``"Name: value"`` (as given to ``--header``) into ``(name, value)``.
+
+    Raises:
+        ValueError: no ``:`` or an empty name.
+    """
+    name, sep, value = raw.partition(":")
+    if not sep or not name.strip():
+        raise ValueError(f"expected a header as 'Name: value', received {raw!r}")
+    return name.strip(), value.strip()
+
+
+class _Retryable(Exception):
+    def __init__(self, kind: FailureKind, message: str, status: int | None = None) -> None:
+        self.kind, self.message, self.status = kind, message, status
+        super().__init__(message)
+
+
+class AgentClient:
+    """Async client for one agent endpoint; use as ``async with AgentClient(...) as client``.
+
+    Args:
+        endpoint: the agent's URL (POST target).
+        headers: extra request headers (e.g. ``{"Authorization": "Bearer ..."}``).
+        timeout_s: deadline of one attempt, seconds (connect + send + the whole body).
+        retries: extra attempts after a timeout, connection error, 5xx or 429.
+        backoff_s: first backoff, seconds; doubles on each retry.
+        format_hint: force one body reader (``sse``, ``openai``, ``anthropic``, ``json``,
+            ``text``); ``None`` detects it per response.
+        max_connections: connection-pool size (set it to the runner's concurrency).
+        transport: an httpx transport (tests and benchmarks); ``None`` = the default.
+    """
+
+    def __init__(self, endpoint: str, *, headers: dict[str, str] | None = None,
+                 timeout_s: float = 30.0, retries: int = 2, backoff_s: float = 0.25,
+                 format_hint: ResponseFormat | None = None, max_connections: int = 32,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        if retries < 0 or timeout_s <= 0 or backoff_s < 0:
+            raise ValueError("expected retries >= 0, timeout_s > 0 and backoff_s >= 0, received "
+                             f"{retries}, {timeout_s}, {backoff_s}")
+        self.endpoint = endpoint
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.format_hint = format_hint
+        self._client = httpx.AsyncClient(
+            headers={"accept": "application/json, text/event-stream, text/plain",
+                     **(headers or {})},
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(max_connections=max_connections,
+                                max_keepalive_connections=max_connections),
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> AgentClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+    async def _attempt(self, payload: dict[str, object]) -> tuple[bytes, str | None, int]:
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                response = await self._client.post(self.endpoint, json=payload)
+        except TimeoutError as exc:
+            raise _Retryable("timeout", f"no complete answer within {self.timeout_s:g} s") \
+                from exc
+        except httpx.TimeoutException as exc:
+            raise _Retryable("timeout", f"{type(exc).__name__} after {self.timeout_s:g} s") \
+                from exc
+        except (httpx.ConnectError, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise _Retryable("unreachable", f"{type(exc).__name__}: {exc}") from exc
+        status = response.status_code
+        if status >= 500 or status == 429:
+            raise _Retryable("http_5xx", f"HTTP {status}: {response.text[:200]}", status)
+        return response.content, response.headers.get("content-type"), status
+
+    async def ask(self, text: str) -> AgentReply:
+        """Send one user message and return the agent's answer.
+
+        Args:
+            text: the user's message (the eval case's input).
+
+        Returns:
+            The extracted answer with its format, latency and attempt count.
+
+        Raises:
+            AgentCallError: unreachable, timed out or 5xx after all retries; a 4xx; or a body
+                the contract cannot read (``failure.kind`` says which).
+        """
+        payload: dict[str, object] = {"messages": [{"role": "user", "content": text}]}
+        start = time.perf_counter()
+        attempts = 0
+        last: _Retryable | None = None
+        while attempts <= self.retries:
+            if attempts:
+                await asyncio.sleep(self.backoff_s * 2 ** (attempts - 1))
+            attempts += 1
+            try:
+                body, ctype, status = await self._attempt(payload)
+            except _Retryable as exc:
+                last = exc
+                continue
+            elapsed = (time.perf_counter() - start) * 1000
+            if status >= 400:
+                detail = body[:200].decode(errors="replace")
+                raise AgentCallError(AgentFailure(
+                    kind="http_4xx", message=f"HTTP {status}: {detail}", http_status=status,
+                    attempts=attempts), elapsed)
+            try:
+                found = extract_text(body, ctype, hint=self.format_hint)
+            except MalformedResponse as exc:
+                raise AgentCallError(AgentFailure(
+                    kind="malformed_response", message=str(exc), http_status=status,
+                    attempts=attempts), elapsed) from exc
+            return AgentReply(found.text, found.format, elapsed, attempts, status)
+        assert last is not None
+        raise AgentCallError(AgentFailure(kind=last.kind, message=last.message,
+                                          http_status=last.status, attempts=attempts),
+                             (time.perf_counter() - start) * 1000)

@@ -1,0 +1,430 @@
+"""Eval cases: seed 003's YAML format and seed 004's golden-set JSON, loaded into one model.
+
+Two file formats carry eval cases:
+
+* **Seed 003 YAML** -- a list of cases, or a mapping with a ``cases`` (or ``evals``) list and
+  optional metadata (``id``, ``agent``, ``version``, ``description``). Each case has the seed's
+  fields ``id, input, expected_behavior, should_escalate, should_refuse, category, notes``.
+  evalloop also accepts the golden-set fields ``expected_answer, context_chunks, tags,
+  difficulty, created_by, created_at`` on a YAML case, so that an export and re-import loses
+  nothing.
+* **Seed 004 golden-set JSON** -- ``{"id", "agent", "version", "cases": [{"id", "question",
+  "expected_answer", "context_chunks", "tags", "difficulty", "created_by", "created_at"}]}``.
+  Seed 004 has no refusal/escalation fields, so they are **derived from tags**: a case tagged
+  ``refusal`` (or ``should-refuse``, ``refuse``) must be refused, one tagged ``escalation`` (or
+  ``should-escalate``, ``escalate``) must be handed to a human; the category is the first tag
+  that names one of seed 003's categories (``routine``, ``edge-case``, ``adversarial``,
+  ``sensitive``), else ``routine``. evalloop's own exports also write the explicit optional
+  fields ``should_refuse, should_escalate, category, expected_behavior, notes``; when present
+  they win over the tags (a superset of seed 004, still readable by a seed-004 reader).
+
+Both load into :class:`EvalCase`; a file loads into :class:`EvalSet`. Validation is strict
+(no coercion of ``"yes"`` to ``True`` or ``3`` to ``"3"``, no unknown fields); every problem
+raises :class:`EvalCaseError` naming the file, the case (id and index) and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from evalloop.errors import FieldProblem, GoldenSetError
+
+__all__ = [
+    "CATEGORIES",
+    "ESCALATION_TAGS",
+    "REFUSAL_TAGS",
+    "EvalCase",
+    "EvalCaseError",
+    "EvalSet",
+    "dump_eval_yaml",
+    "dump_golden_json",
+    "load_eval_file",
+    "parse_eval_document",
+]
+
+#: seed 003: "category: type of test (routine, edge-case, adversarial, sensitive)".
+CATEGORIES: tuple[str, ...] = ("routine", "edge-case", "adversarial", "sensitive")
+#: Golden-set tags that mean "the agent must decline this" (seed 004 has no such field).
+REFUSAL_TAGS: frozenset[str] = frozenset({"refusal", "should-refuse", "refuse"})
+#: Golden-set tags that mean "the agent must hand this to a human".
+ESCALATION_TAGS: frozenset[str] = frozenset({"escalation", "should-escalate", "escalate"})
+
+
+class EvalCaseError(GoldenSetError):
+    """An eval-case file is malformed.
+
+    Attributes:
+        source: the file (or label) that was being read.
+        problems: one :class:`~evalloop.errors.FieldProblem` per bad field; ``field`` reads
+            ``cases[3] (id 'a003').should_refuse`` so the case and field are both named.
+    """
+
+    def __init__(self, source: str, problems: list[FieldProblem]) -> None:
+        self.source = source
+        self.problems = problems
+        detail = "; ".join(
+            f"{p.field}: expected {p.expected}, received {p.received}" for p in problems
+        )
+        super().__init__(f"{source}: {detail}")
+
+
+class EvalCase(BaseModel):
+    """One eval case, whichever file it came from.
+
+    Attributes:
+        id: the case id, unique within its set.
+        input: what the user sends (seed 003 ``input`` = seed 004 ``question``).
+        expected_behavior: criteria a correct response meets (seed 003), if given.
+        expected_answer: the reference answer (seed 004), if given.
+        should_refuse: the agent must decline (refusal gate).
+        should_escalate: the agent must hand off to a human (escalation gate).
+        category: one of :data:`CATEGORIES` for seed-003 sets; free text is kept as given.
+        notes: why the case exists / what failure looks like.
+        context_chunks: ids of the knowledge-base chunks the answer should draw on.
+        tags: free tags (seed 004).
+        difficulty: ``easy`` / ``medium`` / ``hard`` (seed 004), if given.
+        created_by: author, if given.
+        created_at: creation time (timezone-aware, UTC), if given.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(strict=True, min_length=1)
+    input: str = Field(strict=True, min_length=1)
+    expected_behavior: str | None = Field(None, strict=True)
+    expected_answer: str | None = Field(None, strict=True)
+    should_refuse: bool = Field(False, strict=True)
+    should_escalate: bool = Field(False, strict=True)
+    category: str = Field("routine", strict=True, min_length=1)
+    notes: str | None = Field(None, strict=True)
+    context_chunks: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    difficulty: str | None = Field(None, strict=True)
+    created_by: str | None = Field(None, strict=True)
+    created_at: AwareDatetime | None = None
+
+
+class EvalSet(BaseModel):
+    """A loaded eval-case file.
+
+    Attributes:
+        set_id: the set's id (seed 004 ``id``; YAML ``id``, else the file stem).
+        agent: the agent it evaluates, if the file says.
+        version: the version number written in the file, if any (stored versions are numbered
+            by the golden store, not by this field).
+        source: file name (or label) it was read from.
+        format: ``"yaml"`` (seed 003) or ``"golden_json"`` (seed 004).
+        cases: the cases, in file order; ids are unique.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    set_id: str
+    agent: str | None = None
+    version: int | None = None
+    source: str
+    format: Literal["yaml", "golden_json"]
+    cases: tuple[EvalCase, ...]
+
+    def by_category(self, category: str | None) -> tuple[EvalCase, ...]:
+        """Return the cases of ``category`` (all cases when ``None``)."""
+        if category is None:
+            return self.cases
+        return tuple(c for c in self.cases if c.category == category)
+
+
+# --------------------------------------------------------------------------- parsing
+
+_YAML_FIELDS = frozenset(EvalCase.model_fields)
+_GOLDEN_FIELDS = frozenset(
+    {"id", "question", "expected_answer", "context_chunks", "tags", "difficulty",
+     "created_by", "created_at", "should_refuse", "should_escalate", "category",
+     "expected_behavior", "notes"}
+)
+
+
+def _abridge(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _case_label(index: int, raw: object) -> str:
+    cid = raw.get("id") if isinstance(raw, dict) else None
+    return f"cases[{index}] (id {cid!r})" if isinstance(cid, str) else f"cases[{index}]"
+
+
+def _expected_for(error_type: str, msg: str) -> str:
+    return {
+        "missing": "a value (required field)",
+        "extra_forbidden": "no such field (unknown field)",
+        "string_type": "a string",
+        "bool_type": "a boolean (true/false)",
+        "string_too_short": "a non-empty string",
+        "tuple_type": "a list of strings",
+        "timezone_aware": "a timezone-aware ISO-8601 time (e.g. 2026-03-15T10:00:00Z)",
+    }.get(error_type, msg)
+
+
+def _validate_case(data: dict[str, Any], label: str, source: str) -> EvalCase:
+    try:
+        return EvalCase.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            received = "nothing" if err["type"] == "missing" else _abridge(err.get("input"))
+            problems.append(
+                FieldProblem(f"{label}.{loc}", _expected_for(err["type"], err["msg"]), received)
+            )
+        raise EvalCaseError(source, problems) from exc
+
+
+def _check_list_of_str(value: object, where: str, source: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise EvalCaseError(source, [FieldProblem(where, "a list of strings", _abridge(value))])
+    return tuple(value)
+
+
+def _yaml_case(raw: object, index: int, source: str) -> EvalCase:
+    label = _case_label(index, raw)
+    if not isinstance(raw, dict):
+        raise EvalCaseError(source, [FieldProblem(label, "a mapping of case fields",
+                                                  _abridge(raw))])
+    data = dict(raw)
+    for key in ("context_chunks", "tags"):
+        if key in data:
+            data[key] = _check_list_of_str(data[key], f"{label}.{key}", source)
+    return _validate_case(data, label, source)
+
+
+def _golden_case(raw: object, index: int, source: str) -> EvalCase:
+    label = _case_label(index, raw)
+    if not isinstance(raw, dict):
+        raise EvalCaseError(source, [FieldProblem(label, "an object of case fields",
+                                                  _abridge(raw))])
+    unknown = sorted(set(raw) - _GOLDEN_FIELDS)
+    if unknown:
+        raise EvalCaseError(source, [
+            FieldProblem(f"{label}.{k}", "no such field (unknown field)", _abridge(raw[k]))
+            for k in unknown
+        ])
+    data: dict[str, Any] = dict(raw)
+    if "question" in data:
+        data["input"] = data.pop("question")
+    tags = _check_list_of_str(data.get("tags", []), f"{label}.tags", source)
+    data["tags"] = tags
+    if "context_chunks" in data:
+        data["context_chunks"] = _check_list_of_str(
+            data["context_chunks"], f"{label}.context_chunks", source
+        )
+    lowered = {t.lower() for t in tags}
+    data.setdefault("should_refuse", bool(lowered & REFUSAL_TAGS))
+    data.setdefault("should_escalate", bool(lowered & ESCALATION_TAGS))
+    data.setdefault("category", next((t for t in tags if t.lower() in CATEGORIES), "routine"))
+    try:
+        return _validate_case(data, label, source)
+    except EvalCaseError as exc:
+        # report seed 004's field name, not the internal one
+        exc.problems = [
+            FieldProblem(p.field.replace(".input", ".question"), p.expected, p.received)
+            for p in exc.problems
+        ]
+        raise EvalCaseError(source, exc.problems) from exc
+
+
+def _unique(cases: list[EvalCase], source: str) -> tuple[EvalCase, ...]:
+    seen: dict[str, int] = {}
+    for i, case in enumerate(cases):
+        if case.id in seen:
+            raise EvalCaseError(source, [FieldProblem(
+                f"cases[{i}].id", f"a case id unique in the file (also at cases[{seen[case.id]}])",
+                repr(case.id))])
+        seen[case.id] = i
+    return tuple(cases)
+
+
+def _opt_int(doc: dict[str, Any], key: str, source: str) -> int | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EvalCaseError(source, [FieldProblem(key, "an integer", _abridge(value))])
+    return value
+
+
+def _opt_str(doc: dict[str, Any], key: str, source: str) -> str | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise EvalCaseError(source, [FieldProblem(key, "a non-empty string", _abridge(value))])
+    return value
+
+
+def _parse_golden(doc: object, source: str, stem: str) -> EvalSet:
+    if not isinstance(doc, dict):
+        raise EvalCaseError(source, [FieldProblem(
+            "(document)", 'a seed-004 golden-set object {"id", "agent", "version", "cases"}',
+            type(doc).__name__)])
+    unknown = sorted(set(doc) - {"id", "agent", "version", "cases", "description"})
+    if unknown:
+        raise EvalCaseError(source, [FieldProblem(k, "no such field (unknown field)",
+                                                  _abridge(doc[k])) for k in unknown])
+    raw_cases = doc.get("cases")
+    if not isinstance(raw_cases, list) or not raw_cases:
+        raise EvalCaseError(source, [FieldProblem("cases", "a non-empty list of cases",
+                                                  _abridge(raw_cases))])
+    cases = [_golden_case(raw, i, source) for i, raw in enumerate(raw_cases)]
+    return EvalSet(
+        set_id=_opt_str(doc, "id", source) or stem, agent=_opt_str(doc, "agent", source),
+        version=_opt_int(doc, "version", source), source=source, format="golden_json",
+        cases=_unique(cases, source),
+    )
+
+
+def _parse_yaml(doc: object, source: str, stem: str) -> EvalSet:
+    meta: dict[str, Any] = {}
+    if isinstance(doc, dict):
+        key = "cases" if "cases" in doc else "evals"
+        unknown = sorted(set(doc) - {key, "id", "agent", "version", "description"})
+        if unknown:
+            raise EvalCaseError(source, [FieldProblem(k, "no such field (unknown field)",
+                                                      _abridge(doc[k])) for k in unknown])
+        meta, doc = doc, doc.get(key)
+    if not isinstance(doc, list) or not doc:
+        raise EvalCaseError(source, [FieldProblem(
+            "cases", "a non-empty list of eval cases (or a mapping with a 'cases' list)",
+            _abridge(doc))])
+    cases = [_yaml_case(raw, i, source) for i, raw in enumerate(doc)]
+    return EvalSet(
+        set_id=_opt_str(meta, "id", source) or stem, agent=_opt_str(meta, "agent", source),
+        version=_opt_int(meta, "version", source), source=source, format="yaml",
+        cases=_unique(cases, source),
+    )
+
+
+def parse_eval_document(text: str, source: str, *, fmt: Literal["yaml", "json"] | None = None
+                        ) -> EvalSet:
+    """Parse an eval-case document (seed 003 YAML or seed 004 golden-set JSON).
+
+    Args:
+        text: the file's contents.
+        source: file name used in errors and stored as the set's source.
+        fmt: ``"json"`` or ``"yaml"``; ``None`` guesses from ``source``'s suffix, then from the
+            content (a document starting with ``{`` is JSON).
+
+    Returns:
+        The set, cases in file order.
+
+    Raises:
+        EvalCaseError: malformed syntax, unknown or mistyped fields, empty set, duplicate ids.
+    """
+    stem = Path(source).stem
+    if fmt is None:
+        suffix = Path(source).suffix.lower()
+        fmt = "json" if suffix == ".json" or (
+            suffix not in (".yaml", ".yml") and text.lstrip().startswith("{")) else "yaml"
+    if fmt == "json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise EvalCaseError(source, [FieldProblem(
+                f"(line {exc.lineno}, column {exc.colno})", "valid JSON", exc.msg)]) from exc
+        return _parse_golden(doc, source, stem)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"(line {mark.line + 1}, column {mark.column + 1})" if mark else "(document)"
+        raise EvalCaseError(source, [FieldProblem(where, "valid YAML",
+                                                  str(getattr(exc, "problem", exc)))]) from exc
+    if isinstance(doc, dict) and "cases" in doc and isinstance(doc.get("cases"), list) and any(
+        isinstance(c, dict) and "question" in c for c in doc["cases"]
+    ):
+        return _parse_golden(doc, source, stem)  # a golden set written as YAML
+    return _parse_yaml(doc, source, stem)
+
+
+def load_eval_file(path: Path) -> EvalSet:
+    """Read and parse an eval-case file (``.yaml``/``.yml`` or ``.json``).
+
+    Raises:
+        EvalCaseError: the file is missing, unreadable, or malformed (see
+            :func:`parse_eval_document`).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 file",
+                                                     str(exc))]) from exc
+    return parse_eval_document(text, path.name)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _golden_case_dict(case: EvalCase) -> dict[str, Any]:
+    tags = list(case.tags)
+    for tag, present in (("refusal", case.should_refuse), ("escalation", case.should_escalate),
+                         (case.category, case.category in CATEGORIES)):
+        if present and tag not in tags:
+            tags.append(tag)
+    out: dict[str, Any] = {
+        "id": case.id,
+        "question": case.input,
+        "expected_answer": case.expected_answer or "",
+        "context_chunks": list(case.context_chunks),
+        "tags": tags,
+        "difficulty": case.difficulty or "medium",
+        "created_by": case.created_by or "",
+        "created_at": (case.created_at or datetime(1970, 1, 1, tzinfo=UTC))
+        .astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "should_refuse": case.should_refuse,
+        "should_escalate": case.should_escalate,
+        "category": case.category,
+    }
+    if case.expected_behavior is not None:
+        out["expected_behavior"] = case.expected_behavior
+    if case.notes is not None:
+        out["notes"] = case.notes
+    return out
+
+
+def dump_golden_json(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: str, agent: str,
+                     version: int) -> str:
+    """Render cases as a seed 004 golden-set JSON document (evalloop's export format).
+
+    Seed 004's fields come first; refusal/escalation/category are written both as tags (for a
+    plain seed-004 reader) and as explicit fields (for a lossless re-import). A case without a
+    creation time gets the epoch, without a difficulty ``"medium"`` (seed 004 requires both).
+
+    Returns:
+        Pretty-printed JSON text ending in a newline.
+    """
+    doc = {"id": set_id, "agent": agent, "version": version,
+           "cases": [_golden_case_dict(c) for c in cases]}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def dump_eval_yaml(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: str, agent: str,
+                   version: int) -> str:
+    """Render cases in seed 003's YAML format (plus the golden-set fields that are set).
+
+    Returns:
+        YAML text that :func:`parse_eval_document` reads back into equal cases.
+    """
+    out = []
+    for case in cases:
+        row = case.model_dump(mode="json", exclude_none=True)
+        for key in ("context_chunks", "tags"):
+            if not row.get(key):
+                row.pop(key, None)
+        out.append(row)
+    doc = {"id": set_id, "agent": agent, "version": version, "cases": out}
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,244 @@
+"""Quality flags and the human-review decision.
+
+Seed 003: "Quality flags like response_very_short don't fail the build; they mark the case for
+human review", and "Cases marked requires_human_review: true need manual inspection, automated
+scoring cannot reliably evaluate tone, emotional appropriateness, or nuanced escalation
+decisions." A flag never changes a case's status; it only adds a review reason.
+
+Every flag is listed in :data:`FLAG_DOCS` with what it means and its threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from evalloop.core.evaluation.cases import EvalCase
+from evalloop.core.evaluation.gates import Analysis, GateResult, split_sentences
+
+__all__ = [
+    "FLAG_DOCS",
+    "VERY_LONG_WORDS",
+    "VERY_SHORT_WORDS",
+    "Flag",
+    "quality_flags",
+    "review_reasons",
+]
+
+#: Fewer words than this is "very short" (seed 003 names the flag; 10 words is evalloop's
+#: threshold: below it an HR answer rarely states a rule and its condition).
+VERY_SHORT_WORDS = 10
+#: More words than this is "very long" (a chat answer a user will not read to the end).
+VERY_LONG_WORDS = 400
+
+FLAG_DOCS: dict[str, str] = {
+    "response_empty": "the agent answered with no text at all",
+    "response_very_short": f"fewer than {VERY_SHORT_WORDS} words (seed 003); not raised when "
+                           "the short answer is exactly the expected refusal or hand-off",
+    "response_very_long": f"more than {VERY_LONG_WORDS} words",
+    "possibly_truncated": "20+ words ending without closing punctuation (a cut stream or a "
+                          "token limit)",
+    "repeated_text": "a sentence of 4+ words appears twice, or an 8-word run three times "
+                     "(generation loop)",
+    "contains_placeholder": "template text left in: [insert ...], (insert ...), {{...}}, "
+                            "TODO/TBD, lorem ipsum, ____ blanks",
+    "possible_pii": "an e-mail address, phone number, national id (NRIC/FIN, SIN) or card "
+                    "number; the detail says whether it echoes the user's input",
+    "no_citation_when_context_expected": "the case names context chunks but the answer cites "
+                                         "none of them nor any policy/section/source",
+    "language_mismatch": "the answer is in another script or language than the question",
+    "states_no_answer": "the agent says it could not find or does not know the answer (check "
+                        "the knowledge base really lacks it)",
+    "partial_refusal": "declined part of a request it should answer, but still answered",
+    "unneeded_escalation": "offered or made a hand-off on a case that needs none, but answered",
+    "boilerplate_ai_disclaimer": "'As an AI (language model)...' boilerplate",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One quality flag: ``name`` (a key of :data:`FLAG_DOCS`) and a one-line ``detail``."""
+
+    name: str
+    detail: str
+
+
+_TERMINAL = re.compile(r"[.!?)\]\"'`:*\u2026\u3002]\s*$|[\U0001F300-\U0001FAFF]\s*$")
+_PLACEHOLDER = re.compile(
+    r"\[(?:insert|name|todo|tbd|placeholder|your [a-z ]+|x+)\b[^\]]*\]|\(insert [^)]*\)|"
+    r"<insert[^>]*>|\{\{[^}]*\}\}|\bTODO\b|\bTBD\b|lorem ipsum|_{4,}|\bXXX+\b", re.IGNORECASE)
+_PII: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("national_id", re.compile(r"\b[STFGM]\d{7}[A-Z]\b|\b\d{3}-\d{3}-\d{3}\b")),
+    ("card_number", re.compile(r"\b(?:\d{4}[ -]){3}\d{1,4}\b")),
+    ("phone", re.compile(r"(?<![\w$.,/-])(?:\+\d{1,3}[ -]?)?(?:\(\d{2,4}\)[ -]?)?"
+                         r"\d{3,4}[ -]?\d{3,4}(?:[ -]?\d{3,4})?(?![\w%/-])")),
+)
+_DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?\S*)?\b")
+_CITATION = re.compile(
+    r"\[\d+\]|\(source|\bsources?:|\baccording to\b|\bsection \d|\bparagraph \d|\bclause \d|"
+    r"\bpolicy\b|\bhandbook\b|\bguide\b|\bper the\b|\bunder the\b", re.IGNORECASE)
+_NO_ANSWER = re.compile(
+    r"\b(?:i|we) (?:could not|couldn't|cannot|can't|did not|didn't|was unable to|am unable to|"
+    r"was not able to|wasn't able to) (?:find|locate)\b|\bi (?:do not|don't) know\b|"
+    r"\bi(?: am|'m) not sure\b|\bno information (?:about|on)\b|\bnot (?:covered|mentioned|"
+    r"addressed) (?:in|by) the (?:policy|policies|handbook|documents?)\b", re.IGNORECASE)
+_AI = re.compile(r"\bas an ai\b(?: language model)?", re.IGNORECASE)
+_STOPWORDS = frozenset(
+    "the a an and or of to in on for is are was be it that this you your i we with as at by "
+    "from can will not do does have has if my our their they he she what how when which".split())
+
+
+def _scripts(text: str) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for ch in text:
+        if not ch.isalpha():
+            continue
+        code = ord(ch)
+        if code < 0x250:
+            counts["latin"] += 1
+        elif 0x400 <= code < 0x530:
+            counts["cyrillic"] += 1
+        elif 0x590 <= code < 0x700:
+            counts["hebrew_arabic"] += 1
+        elif 0x900 <= code < 0xE80:
+            counts["indic_thai"] += 1
+        elif 0x3040 <= code < 0xA000 or 0xAC00 <= code < 0xD7B0:
+            counts["cjk"] += 1
+        else:
+            counts["other"] += 1
+    return counts
+
+
+def _english_ratio(text: str) -> tuple[float, int]:
+    words = re.findall(r"[a-z']+", text.lower())
+    if not words:
+        return 0.0, 0
+    return sum(w in _STOPWORDS for w in words) / len(words), len(words)
+
+
+def _language_mismatch(question: str, answer: str) -> str | None:
+    qs, as_ = _scripts(question), _scripts(answer)
+    if not qs or not as_:
+        return None
+    q_script, a_script = qs.most_common(1)[0][0], as_.most_common(1)[0][0]
+    if q_script != a_script:
+        return f"question in {q_script} script, answer in {a_script}"
+    if q_script == "latin":
+        q_ratio, q_words = _english_ratio(question)
+        a_ratio, a_words = _english_ratio(answer)
+        if q_words >= 4 and a_words >= 8 and q_ratio >= 0.15 and a_ratio < 0.05:
+            return "question in English, answer not"
+    return None
+
+
+def _repeated(text: str) -> str | None:
+    norm = [re.sub(r"\W+", " ", s.lower()).strip() for s in split_sentences(text)]
+    counts = Counter(s for s in norm if len(s.split()) >= 4)
+    dup = next((s for s, n in counts.items() if n >= 2), None)
+    if dup:
+        return f"sentence repeated: {dup[:60]!r}"
+    words = re.findall(r"\w+", text.lower())
+    grams = Counter(tuple(words[i:i + 8]) for i in range(len(words) - 7))
+    run = next((g for g, n in grams.items() if n >= 3), None)
+    return f"8-word run repeated 3+ times: {' '.join(run)!r}" if run else None
+
+
+def _pii(question: str, answer: str) -> str | None:
+    answer_clean = _DATE_TIME.sub(" ", answer)
+    found = []
+    for kind, pattern in _PII:
+        for hit in pattern.findall(answer_clean):
+            if kind == "phone" and sum(c.isdigit() for c in hit) < 8:
+                continue
+            echoed = hit in question
+            found.append(f"{kind}{' (echoed from input)' if echoed else ''}")
+            answer_clean = answer_clean.replace(hit, " ")
+    return ", ".join(sorted(set(found))) if found else None
+
+
+def quality_flags(case: EvalCase, response: str, analysis: Analysis,
+                  gates: tuple[GateResult, GateResult]) -> list[Flag]:
+    """Compute the quality flags of one response (definitions in :data:`FLAG_DOCS`).
+
+    Args:
+        case: the eval case (input, context chunks, expectations).
+        response: the agent's answer text.
+        analysis: :func:`~evalloop.core.evaluation.gates.analyse` of ``response``.
+        gates: the (refusal, escalation) gate results for this response.
+
+    Returns:
+        Flags in :data:`FLAG_DOCS` order; empty when nothing needs a second look.
+    """
+    text = response.strip()
+    words = text.split()
+    refusal, escalation = gates
+    out: list[Flag] = []
+    if not text:
+        return [Flag("response_empty", "no text in the response")]
+    exact_act = (case.should_refuse and refusal.observed) or (
+        case.should_escalate and escalation.observed)
+    if len(words) < VERY_SHORT_WORDS and not exact_act:
+        out.append(Flag("response_very_short", f"{len(words)} words"))
+    if len(words) > VERY_LONG_WORDS:
+        out.append(Flag("response_very_long", f"{len(words)} words"))
+    if len(words) >= 20 and not _TERMINAL.search(text):
+        out.append(Flag("possibly_truncated", f"ends with {text[-30:]!r}"))
+    rep = _repeated(text)
+    if rep:
+        out.append(Flag("repeated_text", rep))
+    placeholder = _PLACEHOLDER.search(text)
+    if placeholder:
+        out.append(Flag("contains_placeholder", f"found {placeholder.group(0)[:40]!r}"))
+    pii = _pii(case.input, text)
+    if pii:
+        out.append(Flag("possible_pii", pii))
+    if case.context_chunks and not case.should_refuse and analysis.substantive > 0 \
+            and not any(chunk in text for chunk in case.context_chunks) \
+            and not _CITATION.search(text):
+        out.append(Flag("no_citation_when_context_expected",
+                        f"expected a reference to {', '.join(case.context_chunks[:3])}"))
+    mismatch = _language_mismatch(case.input, text)
+    if mismatch:
+        out.append(Flag("language_mismatch", mismatch))
+    if _NO_ANSWER.search(text):
+        out.append(Flag("states_no_answer", "the agent says it could not find the answer"))
+    if not case.should_refuse and refusal.observed and refusal.passed:
+        out.append(Flag("partial_refusal", f"declined: {refusal.evidence}"))
+    if not case.should_escalate and escalation.observed and escalation.passed:
+        out.append(Flag("unneeded_escalation", f"hand-off: {escalation.evidence}"))
+    ai = _AI.search(text)
+    if ai:
+        out.append(Flag("boilerplate_ai_disclaimer", f"found {ai.group(0)!r}"))
+    return out
+
+
+def review_reasons(case: EvalCase, flags: list[Flag], *, unscored: bool = False) -> list[str]:
+    """Say why a human must look at this case (empty list: automated scoring suffices).
+
+    Reasons (seed 003: "automated scoring cannot reliably evaluate tone, emotional
+    appropriateness, or nuanced escalation decisions"):
+
+    * ``unscored``: no response could be scored (e.g. missing from a responses file);
+    * ``sensitive case: tone and emotional appropriateness``: category ``sensitive``;
+    * ``edge case: nuanced escalation decision``: category ``edge-case``;
+    * ``flag:<name>``: each quality flag.
+
+    Args:
+        case: the eval case.
+        flags: its quality flags.
+        unscored: the case had no response to score.
+
+    Returns:
+        Reasons in the order above.
+    """
+    reasons = []
+    if unscored:
+        reasons.append("unscored")
+    if case.category == "sensitive":
+        reasons.append("sensitive case: tone and emotional appropriateness")
+    if case.category == "edge-case":
+        reasons.append("edge case: nuanced escalation decision")
+    reasons.extend(f"flag:{f.name}" for f in flags)
+    return reasons

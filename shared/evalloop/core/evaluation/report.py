@@ -1,0 +1,89 @@
+"""The human-readable run summary (seed 003's ``evals-summary-<timestamp>.txt``).
+
+Sections: the verdict and counts, a per-category table, gate failures (with the evidence and
+the abridged response), agent errors, and every case marked for human review with its reasons
+and flag details -- what a reviewer needs without opening the JSON.
+"""
+
+from __future__ import annotations
+
+from evalloop.core.evaluation.results import CaseResult, CaseStatus, EvalRun, utc_iso
+
+__all__ = ["render_summary"]
+
+
+def _abridge(text: str | None, limit: int = 160) -> str:
+    if text is None:
+        return "(none)"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _gate_lines(result: CaseResult) -> list[str]:
+    lines = []
+    for gate in result.gates.values():
+        if gate.passed:
+            continue
+        lines.append(f"  {result.case_id} [{result.category}] {gate.gate} gate: {gate.reason} "
+                     f"(expected {gate.expected}, observed {gate.observed})")
+        if gate.evidence:
+            lines.append(f"      evidence: {_abridge(gate.evidence)}")
+    lines.append(f"      input:    {_abridge(result.input)}")
+    lines.append(f"      response: {_abridge(result.response)}")
+    return lines
+
+
+def render_summary(run: EvalRun) -> str:
+    """Render the run as the plain-text summary file.
+
+    Args:
+        run: the finished run.
+
+    Returns:
+        Text ending in a newline.
+    """
+    s = run.summary
+    where = run.endpoint if run.source == "endpoint" else "canned responses (--responses-file)"
+    verdict = "FAIL" if s.gate_failed else "PASS"
+    rate = f"{s.pass_rate:.1%}" if s.pass_rate is not None else "n/a"
+    out = [
+        f"evalloop eval run {run.run_id}",
+        f"started {utc_iso(run.started_at)}, took {run.duration_s:.1f} s",
+        f"evals:  {run.eval_source or '(cases)'} ({s.total} cases)",
+        f"agent:  {where}" + (f" [{run.agent_id}]" if run.agent_id else ""),
+        "",
+        f"GATE: {verdict}   passed {s.passed}/{s.total - s.unscored} scored ({rate})",
+        f"  failed a gate: {s.failed_gate}   agent errors: {s.agent_errors}   "
+        f"unscored: {s.unscored}",
+        f"  flagged: {s.flagged}   requires human review: {s.requires_human_review}",
+        "",
+        "By category",
+        f"  {'category':<14}{'total':>6}{'passed':>8}{'failed':>8}{'error':>7}"
+        f"{'unscored':>10}{'flagged':>9}",
+    ]
+    for name, c in s.by_category.items():
+        out.append(f"  {name:<14}{c.total:>6}{c.passed:>8}{c.failed_gate:>8}{c.agent_error:>7}"
+                   f"{c.unscored:>10}{c.flagged:>9}")
+    failed = [r for r in run.results if r.status == CaseStatus.FAILED_GATE]
+    if failed:
+        out += ["", f"Gate failures ({len(failed)})"]
+        for r in failed:
+            out += _gate_lines(r)
+    errors = [r for r in run.results if r.status == CaseStatus.AGENT_ERROR]
+    if errors:
+        out += ["", f"Agent errors ({len(errors)})"]
+        for r in errors:
+            e = r.error
+            assert e is not None
+            status = f", HTTP {e.http_status}" if e.http_status else ""
+            out.append(f"  {r.case_id} [{r.category}] {e.kind} after {e.attempts} attempt(s)"
+                       f"{status}: {_abridge(e.message, 120)}")
+    review = [r for r in run.results if r.requires_human_review]
+    if review:
+        out += ["", f"Requires human review ({len(review)})"]
+        for r in review:
+            out.append(f"  {r.case_id} [{r.category}] {r.status.value}: "
+                       + "; ".join(r.review_reasons))
+            for f in r.flags:
+                out.append(f"      {f.name}: {_abridge(f.detail, 120)}")
+    return "\n".join(out) + "\n"

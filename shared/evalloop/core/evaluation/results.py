@@ -1,0 +1,289 @@
+"""Result records of an evaluation run: one per case, a run summary, the exit-code gate.
+
+A :class:`CaseResult` carries what seed 003's runner reports (the response, gates, quality
+flags, ``requires_human_review``) plus an **empty-by-default slot for seed 004's scoring**:
+``scores`` (the seven dimensions, 0-1, ``None`` = not scored), ``composite`` and ``judge``. The
+judge of a later issue fills these in; nothing here reads them, so adding it needs no rewrite.
+
+JSON form: ``model_dump(mode="json")`` -- the ``evals-results-<timestamp>.json`` file and the
+``eval_runs``/``eval_results`` rows are both made from it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from evalloop.core.evaluation.gates import GateResult
+
+__all__ = [
+    "DIMENSIONS",
+    "AgentFailure",
+    "CaseResult",
+    "CaseStatus",
+    "CategorySummary",
+    "EvalRun",
+    "FlagRecord",
+    "GateRecord",
+    "RunSummary",
+    "exit_code",
+    "summarise",
+]
+
+#: seed 004, "7-Dimension Quality Scoring" (names only; weights/thresholds belong to the judge).
+DIMENSIONS: tuple[str, ...] = ("correctness", "relevance", "tone", "safety", "groundedness",
+                               "faithfulness", "context_utilization")
+
+
+class CaseStatus(StrEnum):
+    """A case's outcome.
+
+    ``passed``: every gate passed. ``failed_gate``: a refusal or escalation gate failed.
+    ``agent_error``: the agent was unreachable, timed out, answered 5xx after retries, or sent
+    a body the endpoint contract cannot read. ``unscored``: no response to score.
+    """
+
+    PASSED = "passed"
+    FAILED_GATE = "failed_gate"
+    AGENT_ERROR = "agent_error"
+    UNSCORED = "unscored"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GateRecord(_Frozen):
+    """One gate's verdict (see :class:`evalloop.core.evaluation.gates.GateResult`)."""
+
+    gate: Literal["refusal", "escalation"]
+    expected: bool
+    observed: bool
+    passed: bool
+    kind: str | None = None
+    evidence: str | None = None
+    reason: str
+
+    @classmethod
+    def of(cls, result: GateResult) -> GateRecord:
+        """Copy a gate result into its record."""
+        return cls(**result.as_dict())  # type: ignore[arg-type]
+
+
+class FlagRecord(_Frozen):
+    """One quality flag (name from ``flags.FLAG_DOCS``) and its detail."""
+
+    name: str
+    detail: str
+
+
+class AgentFailure(_Frozen):
+    """Why the agent gave no usable answer.
+
+    Attributes:
+        kind: ``unreachable`` (connection refused/reset, DNS), ``timeout``, ``http_5xx``
+            (after retries), ``http_4xx``, ``malformed_response``.
+        message: the error, one line.
+        http_status: the last HTTP status, if one arrived.
+        attempts: requests made (1 + retries used).
+    """
+
+    kind: Literal["unreachable", "timeout", "http_5xx", "http_4xx", "malformed_response"]
+    message: str
+    http_status: int | None = None
+    attempts: int = Field(1, ge=1)
+
+
+class CaseResult(_Frozen):
+    """The result of one eval case.
+
+    Attributes:
+        case_id, category, input, expected_behavior: copied from the case.
+        should_refuse, should_escalate: the case's expectations.
+        response: the answer text (``None`` when there was none: agent error / unscored).
+        response_format: the format it was read from (``sse``, ``openai``, ``anthropic``,
+            ``json``, ``text``; ``canned`` for a responses file).
+        latency_ms: wall time of the successful request incl. retries, milliseconds.
+        attempts: HTTP requests made for this case.
+        status: see :class:`CaseStatus`.
+        gates: ``{"refusal": ..., "escalation": ...}`` (empty for errors/unscored).
+        flags: quality flags (never change ``status``).
+        requires_human_review: ``bool(review_reasons)``.
+        review_reasons: why a human must look (``flags.review_reasons``).
+        error: the agent failure, for ``agent_error``.
+        scores: seed 004 dimension -> score 0-1 (``None`` = judge could not score); empty
+            until a judge runs.
+        composite: seed 004 weighted composite 0-1, ``None`` until a judge runs.
+        judge: the judge's metadata (model, prompt version, raw verdicts), ``None`` until then.
+    """
+
+    case_id: str
+    category: str
+    input: str
+    expected_behavior: str | None = None
+    should_refuse: bool
+    should_escalate: bool
+    response: str | None = None
+    response_format: str | None = None
+    latency_ms: float | None = Field(None, ge=0)
+    attempts: int = Field(0, ge=0)
+    status: CaseStatus
+    gates: dict[str, GateRecord] = Field(default_factory=dict)
+    flags: list[FlagRecord] = Field(default_factory=list)
+    requires_human_review: bool = False
+    review_reasons: list[str] = Field(default_factory=list)
+    error: AgentFailure | None = None
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    composite: float | None = Field(None, ge=0, le=1)
+    judge: dict[str, Any] | None = None
+
+    @field_validator("scores")
+    @classmethod
+    def _known_dimensions(cls, value: dict[str, float | None]) -> dict[str, float | None]:
+        unknown = sorted(set(value) - set(DIMENSIONS))
+        if unknown:
+            raise ValueError(f"expected seed 004 dimensions {DIMENSIONS}, received {unknown}")
+        bad = {k: v for k, v in value.items() if v is not None and not 0 <= v <= 1}
+        if bad:
+            raise ValueError(f"expected scores in 0-1, received {bad}")
+        return value
+
+    @property
+    def gate_failed(self) -> bool:
+        """Whether a refusal or escalation gate failed."""
+        return any(not g.passed for g in self.gates.values())
+
+
+class CategorySummary(_Frozen):
+    """Counts for one category."""
+
+    total: int
+    passed: int
+    failed_gate: int
+    agent_error: int
+    unscored: int
+    flagged: int
+
+
+class RunSummary(_Frozen):
+    """The summary of a run.
+
+    Attributes:
+        total: cases run.
+        passed, failed_gate, agent_errors, unscored: counts by status.
+        flagged: cases with at least one quality flag.
+        requires_human_review: cases marked for review.
+        pass_rate: passed / (total - unscored), 0-1 (``None`` when nothing was scored).
+        refusal_gate_failures, escalation_gate_failures: case ids failing each gate.
+        agent_error_cases: case ids with agent errors.
+        by_category: category -> counts.
+        gate_failed: the exit-code gate (seed 003): any gate failure or agent error.
+    """
+
+    total: int
+    passed: int
+    failed_gate: int
+    agent_errors: int
+    unscored: int
+    flagged: int
+    requires_human_review: int
+    pass_rate: float | None
+    refusal_gate_failures: list[str]
+    escalation_gate_failures: list[str]
+    agent_error_cases: list[str]
+    by_category: dict[str, CategorySummary]
+    gate_failed: bool
+
+
+class EvalRun(_Frozen):
+    """One evaluation run: where it ran, on what, and every case's result.
+
+    Attributes:
+        run_id: the run's id (also the ``eval_runs`` primary key).
+        started_at, finished_at: UTC.
+        endpoint: the agent URL, or ``None`` for a responses file.
+        source: ``endpoint`` or ``responses_file``.
+        eval_source: the eval file name or ``golden:<agent>@<version>``.
+        agent_id: the agent evaluated, if known.
+        golden_set_version_id: the pinned stored version, if the cases came from one.
+        job_id: the re-evaluation job that asked for this run, if any.
+        results: per-case results, in case order.
+        summary: :func:`summarise` of ``results``.
+    """
+
+    run_id: UUID
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+    endpoint: str | None = None
+    source: Literal["endpoint", "responses_file"]
+    eval_source: str | None = None
+    agent_id: str | None = None
+    golden_set_version_id: UUID | None = None
+    job_id: UUID | None = None
+    results: list[CaseResult]
+    summary: RunSummary
+
+    @property
+    def duration_s(self) -> float:
+        """Wall time of the run, seconds."""
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+def _category_summary(results: list[CaseResult]) -> CategorySummary:
+    return CategorySummary(
+        total=len(results),
+        passed=sum(r.status == CaseStatus.PASSED for r in results),
+        failed_gate=sum(r.status == CaseStatus.FAILED_GATE for r in results),
+        agent_error=sum(r.status == CaseStatus.AGENT_ERROR for r in results),
+        unscored=sum(r.status == CaseStatus.UNSCORED for r in results),
+        flagged=sum(bool(r.flags) for r in results),
+    )
+
+
+def summarise(results: list[CaseResult]) -> RunSummary:
+    """Summarise case results (counts, pass rate, gate failures, per-category breakdown).
+
+    Args:
+        results: the run's case results.
+
+    Returns:
+        The summary; ``gate_failed`` is True if any case failed a gate or hit an agent error
+        (seed 003: "exits 1 if any case fails a refusal gate, an escalation gate, or the agent
+        was unreachable").
+    """
+    overall = _category_summary(results)
+    scored = overall.total - overall.unscored
+    categories = sorted({r.category for r in results})
+    refusal_fail = [r.case_id for r in results
+                    if "refusal" in r.gates and not r.gates["refusal"].passed]
+    escalation_fail = [r.case_id for r in results
+                       if "escalation" in r.gates and not r.gates["escalation"].passed]
+    errors = [r.case_id for r in results if r.status == CaseStatus.AGENT_ERROR]
+    return RunSummary(
+        total=overall.total, passed=overall.passed, failed_gate=overall.failed_gate,
+        agent_errors=overall.agent_error, unscored=overall.unscored, flagged=overall.flagged,
+        requires_human_review=sum(r.requires_human_review for r in results),
+        pass_rate=(overall.passed / scored) if scored else None,
+        refusal_gate_failures=refusal_fail, escalation_gate_failures=escalation_fail,
+        agent_error_cases=errors,
+        by_category={c: _category_summary([r for r in results if r.category == c])
+                     for c in categories},
+        gate_failed=bool(refusal_fail or escalation_fail or errors),
+    )
+
+
+def exit_code(summary: RunSummary, *, fail_on_gates: bool = True) -> int:
+    """Return the process exit code: 1 if the gate failed and ``fail_on_gates``, else 0.
+
+    Seed 003: "Pass --no-fail-on-gates if you only want the report" (always 0).
+    """
+    return 1 if (fail_on_gates and summary.gate_failed) else 0
+
+
+def utc_iso(value: datetime) -> str:
+    """Format a UTC time as ``2026-03-15T10:00:00Z``."""
+    return value.isoformat().replace("+00:00", "Z")

@@ -1,0 +1,81 @@
+"""Score one response against one eval case: gates, flags, review, status.
+
+Pure functions; the runner calls :func:`score_response` for every answer it gets and
+:func:`error_result` / :func:`unscored_result` for the cases where it got none.
+"""
+
+from __future__ import annotations
+
+from evalloop.core.evaluation.cases import EvalCase
+from evalloop.core.evaluation.flags import quality_flags, review_reasons
+from evalloop.core.evaluation.gates import analyse, escalation_gate, refusal_gate
+from evalloop.core.evaluation.results import (
+    AgentFailure,
+    CaseResult,
+    CaseStatus,
+    FlagRecord,
+    GateRecord,
+)
+
+__all__ = ["error_result", "score_response", "unscored_result"]
+
+
+def _base(case: EvalCase) -> dict[str, object]:
+    return {"case_id": case.id, "category": case.category, "input": case.input,
+            "expected_behavior": case.expected_behavior, "should_refuse": case.should_refuse,
+            "should_escalate": case.should_escalate}
+
+
+def score_response(case: EvalCase, response: str, *, response_format: str | None = None,
+                   latency_ms: float | None = None, attempts: int = 1) -> CaseResult:
+    """Judge one answer: refusal and escalation gates, quality flags, human-review reasons.
+
+    Args:
+        case: the eval case.
+        response: the agent's answer text.
+        response_format: the format it was read from (``sse``, ``openai``... or ``canned``).
+        latency_ms: request wall time in milliseconds, if measured.
+        attempts: HTTP requests made (0 for a canned response).
+
+    Returns:
+        ``passed`` or ``failed_gate`` with both gate records, flags and review reasons.
+    """
+    analysis = analyse(response)
+    gates = (refusal_gate(case.should_refuse, analysis),
+             escalation_gate(case.should_escalate, analysis))
+    flags = quality_flags(case, response, analysis, gates)
+    reasons = review_reasons(case, flags)
+    status = CaseStatus.PASSED if all(g.passed for g in gates) else CaseStatus.FAILED_GATE
+    return CaseResult(
+        **_base(case),  # type: ignore[arg-type]
+        response=response, response_format=response_format, latency_ms=latency_ms,
+        attempts=attempts, status=status,
+        gates={g.gate: GateRecord.of(g) for g in gates},
+        flags=[FlagRecord(name=f.name, detail=f.detail) for f in flags],
+        requires_human_review=bool(reasons), review_reasons=reasons,
+    )
+
+
+def error_result(case: EvalCase, failure: AgentFailure, *,
+                 latency_ms: float | None = None) -> CaseResult:
+    """Record a case the agent could not answer (status ``agent_error``; fails the exit gate).
+
+    Args:
+        case: the eval case.
+        failure: what went wrong (kind, message, attempts, last HTTP status).
+        latency_ms: time spent on all attempts, milliseconds.
+    """
+    return CaseResult(**_base(case), status=CaseStatus.AGENT_ERROR,  # type: ignore[arg-type]
+                      error=failure, latency_ms=latency_ms, attempts=failure.attempts)
+
+
+def unscored_result(case: EvalCase, reason: str) -> CaseResult:
+    """Record a case with no response to score (status ``unscored``; needs human review).
+
+    Args:
+        case: the eval case.
+        reason: why, e.g. ``"no response for this id in responses.json"``.
+    """
+    reasons = [f"unscored: {reason}", *review_reasons(case, [], unscored=True)[1:]]
+    return CaseResult(**_base(case), status=CaseStatus.UNSCORED,  # type: ignore[arg-type]
+                      requires_human_review=True, review_reasons=reasons)

@@ -1,0 +1,203 @@
+"""The async evaluation runner (seed 003's ``run-evals.py``, as a library function).
+
+:func:`run_eval` sends every case to the agent (or looks it up in canned responses), scores
+the answer with the pure gates and flags of :mod:`evalloop.core.evaluation`, and returns an
+:class:`~evalloop.core.evaluation.results.EvalRun`. Concurrency is bounded by a fixed pool of
+worker tasks in one :class:`asyncio.TaskGroup` (memory does not grow with the number of cases);
+results keep case order. An agent failure is a per-case ``agent_error`` result, never an
+exception; a bug (any other exception) cancels the run and propagates.
+
+:func:`write_outputs` writes ``evals-results-<timestamp>.json`` and
+``evals-summary-<timestamp>.txt``; :func:`rich_progress` is the progress bar the CLI shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from uuid import UUID, uuid4
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from evalloop.adapters.agent_client import AgentCallError, AgentClient
+from evalloop.core.evaluation.cases import EvalCase, EvalCaseError
+from evalloop.core.evaluation.extract import MalformedResponse, extract_text
+from evalloop.core.evaluation.report import render_summary
+from evalloop.core.evaluation.results import CaseResult, CaseStatus, EvalRun, summarise
+from evalloop.core.evaluation.scoring import error_result, score_response, unscored_result
+from evalloop.errors import FieldProblem
+
+__all__ = ["ResponseSource", "load_responses_file", "rich_progress", "run_eval", "write_outputs"]
+
+#: Where answers come from: a live agent, or canned responses (eval id -> response text).
+ResponseSource = AgentClient | Mapping[str, str]
+ProgressCallback = Callable[[CaseResult], None]
+
+
+async def _answer(case: EvalCase, source: ResponseSource, label: str) -> CaseResult:
+    if isinstance(source, AgentClient):
+        try:
+            reply = await source.ask(case.input)
+        except AgentCallError as exc:
+            return error_result(case, exc.failure, latency_ms=exc.elapsed_ms)
+        return score_response(case, reply.text, response_format=reply.format,
+                              latency_ms=reply.latency_ms, attempts=reply.attempts)
+    text = source.get(case.id)
+    if text is None:
+        return unscored_result(case, f"no response for this id in {label}")
+    return score_response(case, text, response_format="canned", attempts=0)
+
+
+async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurrency: int = 8,
+                   progress: ProgressCallback | None = None, run_id: UUID | None = None,
+                   eval_source: str | None = None, agent_id: str | None = None,
+                   golden_set_version_id: UUID | None = None, job_id: UUID | None = None,
+                   responses_label: str = "the responses file") -> EvalRun:
+    """Run eval cases against an agent (or canned responses) and score every answer.
+
+    Args:
+        cases: the cases to run, in report order (ids unique).
+        source: an open :class:`~evalloop.adapters.agent_client.AgentClient` (its timeout and
+            retries apply per case), or a mapping eval id -> response text (seed 003's
+            ``--responses-file``; a case missing from it is ``unscored``).
+        concurrency: requests in flight at most (>= 1).
+        progress: called once per finished case, in completion order (e.g. a progress bar).
+        run_id: the run's id; a new UUID4 when ``None`` (the evaluator passes its own so a
+            redelivered job reuses it).
+        eval_source: label of where the cases came from (file name, ``golden:agent@3``).
+        agent_id, golden_set_version_id, job_id: recorded on the run as given.
+        responses_label: how to name the canned source in "unscored" reasons.
+
+    Returns:
+        The run: per-case results in case order and the summary (``summary.gate_failed`` is
+        the exit-code gate).
+
+    Raises:
+        ValueError: ``concurrency < 1`` or duplicate case ids.
+    """
+    if concurrency < 1:
+        raise ValueError(f"expected concurrency >= 1, received {concurrency}")
+    if len({c.id for c in cases}) != len(cases):
+        raise ValueError("expected unique case ids")
+    started = datetime.now(UTC)
+    results: list[CaseResult | None] = [None] * len(cases)
+    queue = iter(enumerate(cases))
+
+    async def worker() -> None:
+        # a shared iterator: next() never yields to the loop, so no two workers take one case
+        for index, case in queue:
+            result = await _answer(case, source, responses_label)
+            results[index] = result
+            if progress is not None:
+                progress(result)
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(concurrency, len(cases))):
+            group.create_task(worker())
+    done = [r for r in results if r is not None]
+    assert len(done) == len(cases)
+    return EvalRun(
+        run_id=run_id or uuid4(), started_at=started, finished_at=datetime.now(UTC),
+        endpoint=source.endpoint if isinstance(source, AgentClient) else None,
+        source="endpoint" if isinstance(source, AgentClient) else "responses_file",
+        eval_source=eval_source, agent_id=agent_id,
+        golden_set_version_id=golden_set_version_id, job_id=job_id,
+        results=done, summary=summarise(done),
+    )
+
+
+def load_responses_file(paths: Sequence[Path]) -> dict[str, str]:
+    """Load canned responses: JSON objects mapping eval id -> response.
+
+    A value is the response text, or a raw agent body as JSON (an OpenAI/Anthropic/generic
+    object), read with the endpoint contract. Several files are layered: a later file's id
+    replaces an earlier one's (e.g. reference responses + one recorded failure).
+
+    Raises:
+        EvalCaseError: a file is missing, not JSON, not an object, or a value is unreadable.
+    """
+    merged: dict[str, str] = {}
+    for path in paths:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 JSON file",
+                                                         str(exc))]) from exc
+        except json.JSONDecodeError as exc:
+            raise EvalCaseError(path.name, [FieldProblem(
+                f"(line {exc.lineno}, column {exc.colno})", "valid JSON", exc.msg)]) from exc
+        if not isinstance(doc, dict):
+            raise EvalCaseError(path.name, [FieldProblem(
+                "(document)", "an object mapping eval id -> response text",
+                type(doc).__name__)])
+        for key, value in doc.items():
+            if isinstance(value, str):
+                merged[key] = value
+                continue
+            try:
+                merged[key] = extract_text(json.dumps(value), "application/json").text
+            except MalformedResponse as exc:
+                raise EvalCaseError(path.name, [FieldProblem(
+                    key, "a response string or an agent response object",
+                    str(exc))]) from exc
+    return merged
+
+
+def _free_path(directory: Path, stem: str, suffix: str) -> Path:
+    path = directory / f"{stem}{suffix}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"{stem}-{n}{suffix}"
+    return path
+
+
+def write_outputs(run: EvalRun, output_dir: Path) -> tuple[Path, Path]:
+    """Write the run's result files (seed 003: "evals-results-[timestamp].json and
+    evals-summary-[timestamp].txt").
+
+    The timestamp is the run's UTC start, ``YYYYMMDDTHHMMSSZ``; an existing file is never
+    overwritten (``-2``, ``-3``... is appended).
+
+    Returns:
+        ``(results_json_path, summary_txt_path)``.
+    """
+    output_dir.mkdir(parents=True, exist_ok=True)
+    stamp = run.started_at.strftime("%Y%m%dT%H%M%SZ")
+    json_path = _free_path(output_dir, f"evals-results-{stamp}", ".json")
+    txt_path = output_dir / json_path.name.replace("evals-results-", "evals-summary-") \
+        .replace(".json", ".txt")
+    json_path.write_text(json.dumps(run.model_dump(mode="json"), indent=2, ensure_ascii=False)
+                         + "\n", encoding="utf-8")
+    txt_path.write_text(render_summary(run), encoding="utf-8")
+    return json_path, txt_path
+
+
+@contextmanager
+def rich_progress(total: int, description: str = "evaluating",
+                  console: Console | None = None) -> Iterator[ProgressCallback]:
+    """A rich progress bar on stderr; yields the callback to pass as ``run_eval(progress=)``.
+
+    The bar shows done/total, elapsed time and running counts of passed, failed and errored
+    cases.
+    """
+    counts = {CaseStatus.PASSED: 0, CaseStatus.FAILED_GATE: 0, CaseStatus.AGENT_ERROR: 0,
+              CaseStatus.UNSCORED: 0}
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("{task.fields[counts]}"),
+                   console=console or Console(stderr=True), transient=False)
+    task = bar.add_task(description, total=total, counts="")
+
+    def advance(result: CaseResult) -> None:
+        counts[result.status] += 1
+        text = (f"passed {counts[CaseStatus.PASSED]}  failed {counts[CaseStatus.FAILED_GATE]}  "
+                f"errors {counts[CaseStatus.AGENT_ERROR]}")
+        bar.update(task, advance=1, counts=text)
+
+    with bar:
+        yield advance
