@@ -1,6 +1,183 @@
-"""`evalloop up` (being built)."""
+"""``evalloop up``: run the services against the Kafka and PostgreSQL named by settings.
+
+All services run in one process by default, each as its own FastStream app (its own consumer
+group and connections, exactly as it would in its own container) inside one
+``asyncio.TaskGroup``, plus the ingest HTTP server (uvicorn). ``--service NAME`` (repeatable)
+runs a subset. SIGINT/SIGTERM stop every service gracefully: services stop their background
+work, brokers stop consuming and commit what was handled, pools close. If one service fails,
+the others are stopped and ``up`` exits with status 1.
+
+Services are found by module path: ``services.<name>.app:build_app(settings)`` returns a
+FastStream app; ingest's ``services.ingest.app:build_http_app(settings)`` returns an ASGI app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import logging
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+from evalloop.settings import Settings
+
+__all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
+
+log = logging.getLogger(__name__)
+
+#: Every deployable, in start order (DESIGN.md); ingest is the HTTP front door.
+SERVICES: tuple[str, ...] = ("ingest", "recorder", "monitor", "triage", "evaluator")
+_HTTP = {"ingest": "build_http_app"}
 
 
-def up() -> None:
-    """Not built yet."""
-    raise SystemExit("evalloop up: not built yet")
+@dataclass(frozen=True, slots=True)
+class ServiceApp:
+    """One loaded service: ``kind`` is ``"stream"`` (FastStream app) or ``"http"`` (ASGI)."""
+
+    name: str
+    kind: str
+    app: Any
+
+
+def available_services() -> list[str]:
+    """The names in :data:`SERVICES` whose ``services.<name>.app`` module exists."""
+    found = []
+    for n in SERVICES:
+        if importlib.util.find_spec(f"services.{n}") and importlib.util.find_spec(
+            f"services.{n}.app"
+        ):
+            found.append(n)
+    return found
+
+
+def load_service(name: str, settings: Settings) -> ServiceApp:
+    """Import ``services.<name>.app`` and build its app from ``settings`` (nothing connects).
+
+    Raises:
+        typer.BadParameter: ``name`` is not a known service or its module is missing.
+    """
+    if name not in SERVICES:
+        raise typer.BadParameter(f"expected one of {', '.join(SERVICES)}; got {name!r}")
+    try:
+        module = importlib.import_module(f"services.{name}.app")
+    except ModuleNotFoundError as exc:
+        if exc.name not in (f"services.{name}", f"services.{name}.app"):
+            raise  # a dependency of the service is missing: show the real error
+        raise typer.BadParameter(
+            f"service {name!r}: module services.{name}.app is missing"
+        ) from exc
+    if name in _HTTP:
+        return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings))
+    return ServiceApp(name, "stream", module.build_app(settings))
+
+
+async def _run_stream(svc: ServiceApp, stop: asyncio.Event) -> None:
+    app = svc.app
+    # What FastStream's own ``app.run()`` does, minus its signal handling (ours covers all apps).
+    async with app.lifespan_context():
+        await app.start()
+        log.info("%s: started", svc.name)
+        try:
+            await stop.wait()
+        finally:
+            await app.stop()
+            log.info("%s: stopped", svc.name)
+
+
+class _Uvicorn:
+    """A uvicorn server that leaves signal handling to :func:`run_services`."""
+
+    def __init__(self, app: Any, host: str, port: int) -> None:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
+        self.server = Server(uvicorn.Config(app, host=host, port=port, lifespan="on",
+                                            log_level="info"))
+
+    async def run(self, name: str, stop: asyncio.Event) -> None:
+        async with asyncio.TaskGroup() as tg:
+            serving = tg.create_task(self.server.serve())
+
+            async def stopper() -> None:
+                await stop.wait()
+                self.server.should_exit = True
+
+            watcher = tg.create_task(stopper())
+            try:
+                await serving
+            except SystemExit as exc:  # uvicorn exits the process when its lifespan fails
+                raise RuntimeError(f"{name}: HTTP server failed to start ({exc.code})") from exc
+            finally:
+                watcher.cancel()
+        if not stop.is_set():
+            raise RuntimeError(f"{name}: HTTP server stopped on its own")
+
+
+async def run_services(
+    names: list[str], settings: Settings, stop: asyncio.Event | None = None
+) -> None:
+    """Run the named services until ``stop`` is set or SIGINT/SIGTERM arrives.
+
+    Args:
+        names: services to run (see :data:`SERVICES`).
+        settings: Kafka, PostgreSQL and per-service settings shared by all of them.
+        stop: set it to stop every service (tests); signals set it too.
+
+    Raises:
+        ExceptionGroup: a service failed; the others were stopped first.
+    """
+    stop = stop or asyncio.Event()
+    apps = [load_service(n, settings) for n in names]
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+    try:
+        async with asyncio.TaskGroup() as tg:
+            for svc in apps:
+                if svc.kind == "http":
+                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port)
+                    tg.create_task(server.run(svc.name, stop), name=svc.name)
+                else:
+                    tg.create_task(_run_stream(svc, stop), name=svc.name)
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
+_SERVICE_HELP = f"run only this service (repeatable): {', '.join(SERVICES)}; default: all"
+
+
+def up(
+    service: Annotated[
+        list[str] | None, typer.Option("--service", "-s", help=_SERVICE_HELP)
+    ] = None,
+) -> None:
+    """Run the services against the Kafka and PostgreSQL named by settings (env EVALLOOP_*).
+
+    Example: ``EVALLOOP_KAFKA__BOOTSTRAP=127.0.0.1:9092 EVALLOOP_POSTGRES__DSN=postgresql://...
+    evalloop up``. Stop with Ctrl-C (or SIGTERM): services drain and commit before exiting.
+    """
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = Settings()
+    names = list(service) if service else available_services()
+    typer.echo(f"evalloop up: {', '.join(names)} (Kafka {settings.kafka.bootstrap})", err=True)
+    try:
+        asyncio.run(run_services(names, settings))
+    except Exception as exc:
+        errors = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+        for err in errors:
+            typer.echo(f"evalloop up: {type(err).__name__}: {err}", err=True)
+        raise typer.Exit(1) from None

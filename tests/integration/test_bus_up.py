@@ -1,0 +1,97 @@
+"""``evalloop up``: services together in one process on real Kafka + PostgreSQL, clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+
+import asyncpg
+import httpx
+import pytest
+import typer
+from evalloop.cli.up import SERVICES, available_services, load_service, run_services
+from evalloop.settings import IngestSettings, KafkaSettings, PostgresSettings, Settings
+
+WAIT_S = 60.0  # bound on the whole flow (not a timing assertion)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _event(agent: str, turn: str) -> dict[str, object]:
+    return {
+        "event_type": "agent_response", "event_id": str(uuid.uuid4()), "agent_id": agent,
+        "conversation_id": "c1", "turn_id": turn, "occurred_at": "2026-01-05T10:00:00Z",
+        "question": "How many vacation days do I get?", "answer": "25 days.",
+    }
+
+
+async def test_ingest_and_recorder_run_together_and_stop_on_request(settings: Settings) -> None:
+    port = _free_port()
+    settings = settings.model_copy(update={"ingest": IngestSettings(port=port)})
+    stop = asyncio.Event()
+    events = [_event("agent-up", f"t{i}") for i in range(3)]
+
+    async def drive() -> int:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            async with asyncio.timeout(WAIT_S):
+                while True:  # wait for uvicorn to bind
+                    try:
+                        if (await client.get("/healthz")).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        await asyncio.sleep(0.1)
+                resp = await client.post("/v1/events", json=events)
+                assert resp.status_code == 202, resp.text
+                conn = await asyncpg.connect(settings.postgres.dsn)
+                try:
+                    # PostgreSQL has no event to wait on here: poll (bounded by the timeout).
+                    while (n := await conn.fetchval("SELECT count(*) FROM events")) < 3:  # noqa: ASYNC110
+                        await asyncio.sleep(0.1)
+                finally:
+                    await conn.close()
+        stop.set()
+        return int(n)
+
+    async with asyncio.timeout(WAIT_S * 2):
+        async with asyncio.TaskGroup() as tg:
+            runner = tg.create_task(run_services(["ingest", "recorder"], settings, stop))
+            stored = tg.create_task(drive())
+    assert stored.result() == 3
+    assert runner.done() and runner.exception() is None
+    conn = await asyncpg.connect(settings.postgres.dsn)
+    try:
+        ids = {str(r["event_id"]) for r in await conn.fetch("SELECT event_id FROM events")}
+    finally:
+        await conn.close()
+    assert ids == {e["event_id"] for e in events}
+
+
+async def test_a_failing_service_stops_the_others_and_raises(db_dsn: str) -> None:
+    settings = Settings(
+        postgres=PostgresSettings(dsn=db_dsn),
+        kafka=KafkaSettings(bootstrap="127.0.0.1:1", topic_prefix="nowhere."),
+    )
+    with pytest.raises(ExceptionGroup) as info:
+        await asyncio.wait_for(run_services(["recorder"], settings), WAIT_S)
+    assert "cannot create topics on 127.0.0.1:1" in str(info.value.exceptions[0])
+
+
+def test_every_existing_service_builds_without_connecting() -> None:
+    settings = Settings(kafka=KafkaSettings(bootstrap="127.0.0.1:1"))
+    names = available_services()
+    assert {"ingest", "recorder", "monitor"} <= set(names)
+    loaded = [load_service(n, settings) for n in names]
+    assert [(s.name, s.kind) for s in loaded] == [
+        (n, "http" if n == "ingest" else "stream") for n in names
+    ]
+    assert set(names) <= set(SERVICES)
+
+
+def test_unknown_service_is_refused_naming_the_choices() -> None:
+    with pytest.raises(typer.BadParameter, match="expected one of ingest, recorder"):
+        load_service("reviewer", Settings())
