@@ -99,7 +99,7 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:please )?do not hesitate to\b", "please"),
         (r"\bdo not forget to\b", "please"),
     ))
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:[,;:]|\s-\s|\(|\)|\b(?:but|however|although|though|while|whereas|yet)\b)\s*")
 
@@ -111,10 +111,9 @@ def split_sentences(text: str) -> list[str]:
         Non-empty, stripped sentences in order; list markers (``-``, ``*``, ``1.``) removed.
     """
     out = []
-    for part in _SENTENCE_END.split(text):
-        part = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", "", part).strip()
-        if part:
-            out.append(part)
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", "", line)
+        out.extend(part.strip() for part in _SENTENCE_END.split(line) if part.strip())
     return out
 
 
