@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 from evalloop.adapters import monitor_store as store
 from evalloop.adapters.bus import InProcessBus, Record
-from evalloop.errors import BusError
+from evalloop.errors import BusError, StorageError
 from evalloop.events import (
     AgentChanged,
     AgentResponse,
@@ -286,6 +286,43 @@ async def test_restart_restores_state_without_double_firing(pool: asyncpg.Pool) 
     assert len(reqs) == 2
     assert (reqs[1].negatives, reqs[1].turns) == (32, 1002)
     assert reqs[1].window_end == at(200 + 6 * 60)
+
+
+async def test_two_instances_alternating_on_one_agent_stay_exact(pool: asyncpg.Pool) -> None:
+    # e.g. a Kafka rebalance moving the agent's partition back and forth
+    bus = InProcessBus()
+    a, b = make(pool, bus), make(pool, bus)
+    events: list[Any] = [served("x", i, at(i)) for i in range(90)]
+    events += [down("x", i, at(i)) for i in range(0, 90, 30)]
+    await handle(a, events[:40])
+    await handle(b, events[40:80])
+    await handle(a, events[80:])  # a's cached window is stale (seq moved on): reloaded
+    w = a.window("x")
+    assert w is not None and (w.totals.served, w.totals.negatives, w.totals.turns) == (90, 3, 90)
+    assert await bucket_sums(pool, "x") == (90, 3, 3, 90)
+
+
+async def test_a_failed_batch_changes_nothing_and_its_redelivery_counts_once(
+    pool: asyncpg.Pool,
+) -> None:
+    bus = InProcessBus()
+    svc = make(pool, bus)
+    first = [served("f", i, at(i)) for i in range(50)]
+    await handle(svc, first)
+    second = [served("f", i, at(i)) for i in range(50, 100)] + [down("f", 1, at(1))]
+    await pool.execute("ALTER TABLE monitor_buckets RENAME TO monitor_buckets_away")
+    try:
+        with pytest.raises(StorageError, match="monitor batch failed"):
+            await handle(svc, second)
+    finally:
+        await pool.execute("ALTER TABLE monitor_buckets_away RENAME TO monitor_buckets")
+    assert await pool.fetchval("SELECT count(*) FROM monitor_turns") == 50  # rolled back
+    assert svc.window("f") is None  # the cache saw uncommitted deltas: dropped
+    await handle(svc, second)  # the redelivery
+    await handle(svc, second)  # and a duplicate of it
+    w = svc.window("f")
+    assert w is not None and (w.totals.served, w.totals.negatives, w.totals.turns) == (100, 1, 100)
+    assert await bucket_sums(pool, "f") == (100, 1, 1, 100)
 
 
 async def test_outbox_republishes_after_a_failed_publish(pool: asyncpg.Pool) -> None:
