@@ -88,3 +88,8 @@ def test_summarize_result_shapes() -> None:
         "gate failures: 1; exit 1"
     )
     assert summarize_result({"note": "x" * 100}).endswith("...")
+    # the evaluator's result shape
+    assert summarize_result({
+        "status": "succeeded", "trigger": "weekly_sample", "total": 10, "passed": 8,
+        "failed": 1, "agent_errors": 1, "gate_failures": 1, "exit_code": 1,
+    }) == "8 passed, 1 failed of 10; agent errors: 1; gate failures: 1; exit 1"

@@ -44,7 +44,8 @@ def summarize_result(result: dict[str, Any] | None, error: str | None = None) ->
 
     Reads, where present (at the top level or under ``summary``/``gates``): ``decision``
     (GO / CONDITIONAL GO / NO-GO), ``passed``, ``failed``, ``total``/``cases``,
-    ``gate_failures``, ``exit_code``; otherwise shows the JSON abridged. ``error`` wins.
+    ``agent_errors`` (when > 0), ``gate_failures``, ``exit_code`` (the evaluator's result
+    keys, ``services/evaluator/service.py``); otherwise the JSON abridged. ``error`` wins.
     """
     if error:
         return f"error: {error}"[:120]
@@ -73,6 +74,9 @@ def summarize_result(result: dict[str, Any] | None, error: str | None = None) ->
         parts.append(counts + (f" of {total}" if total is not None else ""))
     elif total is not None:
         parts.append(f"{total} cases")
+    agent_errors = _count(find("agent_errors"))
+    if agent_errors:
+        parts.append(f"agent errors: {agent_errors}")
     gate_failures = _count(find("gate_failures"))
     if gate_failures is not None:
         parts.append(f"gate failures: {gate_failures}")
