@@ -190,3 +190,34 @@ async def test_ensure_topics_is_idempotent_and_uses_configured_partitions(
     assert sorted((d["topic"], len(d["partitions"])) for d in described) == [
         (names[0], 2), (names[1], 2)
     ]
+
+
+async def test_records_from_raw_producers_reach_the_handler_as_they_are(
+    kafka_bootstrap: str, topics: Topics
+) -> None:
+    """Producers may write to the topic directly: binary headers, null values, no key."""
+    from aiokafka import AIOKafkaProducer
+
+    topic = topics.feedback_events
+    raw = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+    await raw.start()
+    try:
+        await raw.send_and_wait(topic, b"\xff\xfe not utf-8", key=b"k",
+                                headers=[("bin", b"\xff\x00"), ("none", None)])
+        await raw.send_and_wait(topic, None, key=b"k")
+        await raw.send_and_wait(topic, b"{not json", key=None)
+    finally:
+        await raw.stop()
+    got: list[Record] = []
+    done = asyncio.Event()
+
+    async def handler(records: list[Record]) -> None:
+        got.extend(records)
+        if len(got) >= 3:
+            done.set()
+
+    await _consume_until(kafka_bootstrap, topic, f"g-{uuid.uuid4().hex}", handler, done)
+    by_value = {r.value: r for r in got}
+    assert set(by_value) == {b"\xff\xfe not utf-8", b"", b"{not json"}
+    assert dict(by_value[b"\xff\xfe not utf-8"].headers) == {"bin": b"\xff\x00", "none": b""}
+    assert by_value[b"{not json"].key is None

@@ -8,9 +8,11 @@ Driver errors are mapped to :class:`evalloop.errors.BusError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from aiokafka import ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from faststream import AckPolicy, Context
@@ -110,6 +112,37 @@ def records_from_message(message: KafkaMessage) -> list[Record]:
     ]
 
 
+def _text_header(value: bytes | None) -> bytes:
+    if value is None:
+        return b""
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("utf-8", "replace").encode()
+    return value
+
+
+async def _tolerant_parse(
+    records: tuple[ConsumerRecord[Any, Any], ...],
+    original: Callable[[tuple[ConsumerRecord[Any, Any], ...]], Awaitable[KafkaMessage]],
+) -> KafkaMessage:
+    """FastStream parser that accepts any header bytes.
+
+    FastStream's batch parser UTF-8-decodes every header value, so one record with a binary
+    (or null) header from a direct producer would fail the whole batch again and again. Its
+    view of the headers gets a text-safe copy; ``raw_message`` (what handlers get as
+    :class:`Record`) stays the records exactly as consumed.
+    """
+    safe = tuple(
+        dataclasses.replace(r, headers=[(k, _text_header(v)) for k, v in r.headers])
+        if any(v is None or not v.isascii() for _, v in r.headers) else r
+        for r in records
+    )
+    message = await original(safe)
+    message.raw_message = records
+    return message
+
+
 async def _raw_batch(message: KafkaMessage) -> list[bytes]:
     """FastStream decoder that keeps payloads as bytes.
 
@@ -147,6 +180,7 @@ def subscribe_batch(
         batch_timeout_ms=batch_timeout_ms,
         auto_offset_reset="earliest",
         ack_policy=AckPolicy.NACK_ON_ERROR,
+        parser=_tolerant_parse,
         decoder=_raw_batch,
         title=title,
         description=description or handler.__doc__,
@@ -158,13 +192,14 @@ def subscribe_batch(
 
 
 async def ensure_topics(
-    settings: KafkaSettings, topics: Topics | tuple[str, ...] = Topics()
+    settings: KafkaSettings, topics: Topics | tuple[str, ...] | None = None
 ) -> None:
     """Create ``topics`` (``settings.num_partitions`` each, replication 1) if they are missing.
 
     Raises:
         BusError: the cluster could not be reached or refused to create a topic.
     """
+    topics = Topics() if topics is None else topics  # default: the DESIGN.md names
     names = topics.all() if isinstance(topics, Topics) else topics
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
     try:
