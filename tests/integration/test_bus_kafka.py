@@ -165,6 +165,11 @@ async def test_ensure_topics_on_an_unreachable_cluster_raises_bus_error() -> Non
         await ensure_topics(KafkaSettings(bootstrap="127.0.0.1:1"), ("x",))
 
 
+async def test_ensure_topics_reports_a_topic_the_broker_refuses(kafka_bootstrap: str) -> None:
+    with pytest.raises(BusError, match=r"refused to create topics: bad name!: "):
+        await ensure_topics(KafkaSettings(bootstrap=kafka_bootstrap), ("bad name!",))
+
+
 async def test_ensure_topics_is_idempotent_and_uses_configured_partitions(
     kafka_bootstrap: str,
 ) -> None:

@@ -212,9 +212,20 @@ async def ensure_topics(
         ]
         if new:
             try:
-                await admin.create_topics(new)
+                response = await admin.create_topics(new)
             except TopicAlreadyExistsError:
-                pass
+                response = None
+            # aiokafka returns per-topic errors instead of raising them; another service
+            # creating the same topic meanwhile (TopicAlreadyExists) is fine, the rest is not.
+            refused = [
+                f"{err[0]}: {err[2] if len(err) > 2 and err[2] else err[1]}"
+                for err in (response.topic_errors if response is not None else ())
+                if err[1] not in (0, TopicAlreadyExistsError.errno)
+            ]
+            if refused:
+                raise BusError(
+                    f"{settings.bootstrap} refused to create topics: {'; '.join(refused)}"
+                )
     except KafkaError as exc:
         raise BusError(f"cannot create topics on {settings.bootstrap}: {exc}") from exc
     finally:
