@@ -1,5 +1,221 @@
-"""`evalloop eval` (being built: owned by one helper; see its module when filled)."""
+"""``evalloop eval run``: seed 003's eval runner.
+
+Examples::
+
+    # against a live agent
+    evalloop eval run --endpoint http://127.0.0.1:8000 --evals hr-qa-agent-evals.yaml
+    # adversarial cases only
+    evalloop eval run --endpoint http://127.0.0.1:8000 --evals hr.yaml --category adversarial
+    # score canned responses, no endpoint (CI, regression checks, exported transcripts)
+    evalloop eval run --responses-file responses.json --evals hr.yaml
+    # the agent's stored golden set (latest, or @version) from PostgreSQL
+    evalloop eval run --endpoint http://127.0.0.1:8000 --golden-set hr-qa-agent@2
+
+Writes ``evals-results-<timestamp>.json`` and ``evals-summary-<timestamp>.txt`` to
+``--output-dir`` and, when a database is configured (``--db`` or ``EVALLOOP_POSTGRES__DSN``; a
+``--golden-set`` run always has one), stores the run and its per-case results.
+
+Exit code (seed 003: "Exit code is the gate"): 1 if any case fails a refusal or escalation gate
+or the agent was unreachable (any agent error), else 0; always 0 with ``--no-fail-on-gates``;
+2 for bad usage or input (no cases run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib.resources import files
+from pathlib import Path
+from typing import Annotated
+from uuid import UUID
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 
-app = typer.Typer(no_args_is_help=True)
+from evalloop.adapters.agent_client import AgentClient, parse_header
+from evalloop.core.evaluation.cases import EvalCase, EvalSet, load_eval_file
+from evalloop.core.evaluation.extract import format_hint
+from evalloop.core.evaluation.report import render_summary
+from evalloop.core.evaluation.results import EvalRun, exit_code
+from evalloop.errors import EvalloopError
+from evalloop.evaluation.runner import load_responses_file, rich_progress, run_eval, write_outputs
+from evalloop.settings import Settings
+
+__all__ = ["app", "bundled_evals", "run"]
+
+app = typer.Typer(no_args_is_help=True, help="Run eval sets against an agent (seed 003).")
+_err = Console(stderr=True)
+
+
+def bundled_evals(name: str = "hr-qa-agent-evals.yaml") -> Path:
+    """Path of a file shipped in ``evalloop/data/evals`` (the HR eval set and its responses)."""
+    return Path(str(files("evalloop").joinpath(f"data/evals/{name}")))
+
+
+class _Usage(Exception):
+    """Bad usage or input: print it and exit 2."""
+
+
+def _parse_golden(spec: str) -> tuple[str, int | None]:
+    agent, _, version = spec.partition("@")
+    if not agent:
+        raise _Usage(f"expected --golden-set AGENT[@VERSION], received {spec!r}")
+    if not version:
+        return agent, None
+    if not version.isdigit() or int(version) < 1:
+        raise _Usage(f"expected a version number >= 1 after '@', received {version!r}")
+    return agent, int(version)
+
+
+async def _golden_cases(dsn: str, spec: str, set_id: str | None
+                        ) -> tuple[EvalSet, str, UUID]:
+    from evalloop.adapters.golden_store import get_golden_version, load_golden_cases
+    from evalloop.adapters.postgres import connect_pool, migrate
+
+    agent, version = _parse_golden(spec)
+    await migrate(dsn)
+    pool = await connect_pool(dsn, min_size=1, max_size=2)
+    try:
+        found = await get_golden_version(pool, agent, version=version, golden_set_id=set_id)
+        cases = await load_golden_cases(pool, found.version_id)
+    finally:
+        await pool.close()
+    label = f"golden:{agent}/{found.golden_set_id}@{found.version}"
+    return (EvalSet(set_id=found.golden_set_id, agent=agent, version=found.version,
+                    source=label, format="golden_json", cases=cases), label, found.version_id)
+
+
+async def _store(dsn: str, run: EvalRun) -> None:
+    from evalloop.adapters.golden_store import save_eval_run
+    from evalloop.adapters.postgres import connect_pool, migrate
+
+    await migrate(dsn)
+    pool = await connect_pool(dsn, min_size=1, max_size=2)
+    try:
+        await save_eval_run(pool, run)
+    finally:
+        await pool.close()
+
+
+def _select(cases: tuple[EvalCase, ...], category: str | None) -> tuple[EvalCase, ...]:
+    if category is None:
+        return cases
+    chosen = tuple(c for c in cases if c.category == category)
+    if not chosen:
+        present = ", ".join(sorted({c.category for c in cases}))
+        raise _Usage(f"no cases in category {category!r} (categories present: {present})")
+    return chosen
+
+
+async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | None,
+                set_id: str | None, category: str | None, responses_files: list[Path],
+                concurrency: int, timeout_s: float, retries: int, output_dir: Path,
+                headers: dict[str, str], response_format: str, db: str | None,
+                agent: str | None, progress: bool) -> tuple[EvalRun, Path, Path, bool]:
+    version_id: UUID | None = None
+    if golden_set:
+        from evalloop.adapters.postgres import resolve_dsn
+
+        db = db or resolve_dsn(Settings().postgres)
+        eval_set, label, version_id = await _golden_cases(db, golden_set, set_id)
+    else:
+        assert evals is not None
+        eval_set = load_eval_file(evals)
+        label = eval_set.source
+    cases = _select(eval_set.cases, category)
+    hint = format_hint(response_format)
+    agent_id = agent or eval_set.agent
+    bar = rich_progress(len(cases), f"evaluating {label}") if progress else None
+    callback = bar.__enter__() if bar else None
+    try:
+        if endpoint:
+            async with AgentClient(endpoint, headers=headers, timeout_s=timeout_s, retries=retries,
+                                   format_hint=hint, max_connections=concurrency) as client:
+                run = await run_eval(cases, client, concurrency=concurrency, progress=callback,
+                                     eval_source=label, agent_id=agent_id,
+                                     golden_set_version_id=version_id)
+        else:
+            canned = load_responses_file(responses_files)
+            names = ", ".join(p.name for p in responses_files)
+            run = await run_eval(cases, canned, concurrency=concurrency, progress=callback,
+                                 eval_source=label, agent_id=agent_id,
+                                 golden_set_version_id=version_id,
+                                 responses_label=names)
+    finally:
+        if bar:
+            bar.__exit__(None, None, None)
+    json_path, txt_path = write_outputs(run, output_dir)
+    stored = False
+    if db:
+        await _store(db, run)
+        stored = True
+    return run, json_path, txt_path, stored
+
+
+@app.command("run")
+def run(
+    endpoint: Annotated[str | None, typer.Option(
+        "--endpoint", help="Agent URL; POSTs {'messages': [{'role': 'user', ...}]}.")] = None,
+    evals: Annotated[Path | None, typer.Option(
+        "--evals", help="Eval file: seed 003 YAML or seed 004 golden-set JSON.")] = None,
+    golden_set: Annotated[str | None, typer.Option(
+        "--golden-set", help="AGENT[@VERSION]: a golden set stored in PostgreSQL.")] = None,
+    set_id: Annotated[str | None, typer.Option(
+        "--set", help="Golden-set id, when the agent has several.")] = None,
+    category: Annotated[str | None, typer.Option(
+        "--category", help="Run one category only (routine, edge-case, ...).")] = None,
+    responses_file: Annotated[list[Path] | None, typer.Option(
+        "--responses-file", help="JSON eval id -> response; score canned responses, no "
+                                 "endpoint. Repeat to layer files (later ids win).")] = None,
+    fail_on_gates: Annotated[bool, typer.Option(
+        "--fail-on-gates/--no-fail-on-gates",
+        help="Exit 1 on a gate failure or unreachable agent (default), or always 0.")] = True,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", min=1, help="Requests in flight (default: settings, 8).")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", min=0.001, help="Seconds per attempt (default: settings, 30).")] = None,
+    retries: Annotated[int | None, typer.Option(
+        "--retries", min=0, help="Retries on timeout/5xx/connection error (default 2).")] = None,
+    output_dir: Annotated[Path | None, typer.Option(
+        "--output-dir", help="Where the results/summary files go (default: settings, .).")
+    ] = None,
+    header: Annotated[list[str] | None, typer.Option(
+        "--header", help="Extra request header 'Name: value' (e.g. auth); repeatable.")] = None,
+    response_format: Annotated[str, typer.Option(
+        "--format", help="Response format hint: auto, sse, openai, anthropic, json, text.")
+    ] = "auto",
+    db: Annotated[str | None, typer.Option(
+        "--db", help="PostgreSQL DSN to store the run (default: EVALLOOP_POSTGRES__DSN).")
+    ] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", help="Agent id recorded on the run (default: the eval file's agent).")
+    ] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+) -> None:
+    """Run an eval set against an agent endpoint, or score canned responses."""
+    settings = Settings()
+    responses = list(responses_file or [])
+    try:
+        if (evals is None) == (golden_set is None):
+            raise _Usage("give exactly one of --evals FILE or --golden-set AGENT[@VERSION]")
+        if bool(endpoint) == bool(responses):
+            raise _Usage("give exactly one of --endpoint URL or --responses-file FILE")
+        headers = dict(parse_header(h) for h in header or [])
+        format_hint(response_format)
+        result = asyncio.run(_main(
+            endpoint=endpoint, evals=evals, golden_set=golden_set, set_id=set_id,
+            category=category, responses_files=responses,
+            concurrency=concurrency or settings.evaluator.concurrency,
+            timeout_s=timeout or settings.evaluator.timeout_s,
+            retries=settings.evaluator.retries if retries is None else retries,
+            output_dir=output_dir or settings.evaluator.results_dir, headers=headers,
+            response_format=response_format, db=db or settings.postgres.dsn, agent=agent,
+            progress=progress))
+    except (_Usage, ValueError, EvalloopError) as exc:
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    run_, json_path, txt_path, stored = result
+    typer.echo(render_summary(run_), nl=False)
+    typer.echo(f"\nresults: {json_path}\nsummary: {txt_path}"
+               + (f"\nstored in PostgreSQL as run {run_.run_id}" if stored else ""))
+    raise typer.Exit(exit_code(run_.summary, fail_on_gates=fail_on_gates))

@@ -110,7 +110,7 @@ def split_sentences(text: str) -> list[str]:
     Returns:
         Non-empty, stripped sentences in order; list markers (``-``, ``*``, ``1.``) removed.
     """
-    out = []
+    out: list[str] = []
     for line in text.splitlines():
         line = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", "", line)
         out.extend(part.strip() for part in _SENTENCE_END.split(line) if part.strip())

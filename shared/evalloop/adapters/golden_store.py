@@ -1,0 +1,472 @@
+"""PostgreSQL store of golden sets (immutable versions), evaluation runs, and the agent registry.
+
+Tables: migration 0004. asyncpg errors are mapped to :class:`~evalloop.errors.StorageError`;
+a missing version is a :class:`~evalloop.errors.GoldenSetError`.
+
+Versioning (DESIGN.md "Golden sets"): importing a file stores a **new immutable version** whose
+parent is the previous one, with a diff (added / removed / changed case ids) and a content hash;
+importing content identical to the latest version stores nothing and says so. Concurrent imports
+of one set take turns on the ``golden_sets`` row lock, so versions are gap-free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+import asyncpg
+
+from evalloop.core.evaluation.cases import EvalCase, EvalSet
+from evalloop.core.evaluation.results import (
+    AgentFailure,
+    CaseResult,
+    EvalRun,
+    FlagRecord,
+    GateRecord,
+    RunSummary,
+)
+from evalloop.errors import ConfigError, GoldenSetError, StorageError
+
+__all__ = [
+    "AgentRecord",
+    "GoldenVersion",
+    "ImportOutcome",
+    "content_hash",
+    "diff_cases",
+    "get_agent",
+    "get_golden_version",
+    "import_golden_set",
+    "list_agents",
+    "list_golden_versions",
+    "load_eval_run",
+    "load_golden_cases",
+    "save_eval_run",
+    "start_eval_run",
+    "upsert_agent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenVersion:
+    """One stored, immutable golden-set version.
+
+    Attributes:
+        version_id: primary key (runs pin this).
+        agent_id, golden_set_id, version: the natural key; versions count from 1.
+        parent_version_id: the previous version, ``None`` for version 1.
+        created_at: UTC. created_by: who imported it. source: file name imported.
+        diff: ``{"added": [...], "removed": [...], "changed": [...]}`` case ids vs the parent.
+        content_hash: SHA-256 hex of the canonical cases (:func:`content_hash`).
+        case_count: number of cases.
+    """
+
+    version_id: UUID
+    agent_id: str
+    golden_set_id: str
+    version: int
+    parent_version_id: UUID | None
+    created_at: datetime
+    created_by: str | None
+    source: str | None
+    diff: dict[str, list[str]]
+    content_hash: str
+    case_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOutcome:
+    """Result of an import: the version that now holds the content, and whether it is new
+    (``False``: identical to the latest version, nothing stored)."""
+
+    version: GoldenVersion
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRecord:
+    """An agent registry row.
+
+    Attributes:
+        agent_id: the agent.
+        endpoint_url: where it answers (POST).
+        auth_header_name: e.g. ``Authorization``; ``None`` = no auth header.
+        auth_header_value_env: the *name* of the environment variable holding the header
+            value (secrets are never stored).
+        response_format: ``auto`` or a format hint (see ``extract.format_hint``).
+        updated_at: last change, UTC (``None`` before it is stored).
+    """
+
+    agent_id: str
+    endpoint_url: str
+    auth_header_name: str | None = None
+    auth_header_value_env: str | None = None
+    response_format: str = "auto"
+    updated_at: datetime | None = None
+
+    def headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Build the request headers, reading the secret from the environment now.
+
+        Args:
+            environ: the environment (default ``os.environ``).
+
+        Raises:
+            ConfigError: the named environment variable is unset or empty.
+        """
+        if not self.auth_header_name or not self.auth_header_value_env:
+            return {}
+        env = os.environ if environ is None else environ
+        value = env.get(self.auth_header_value_env)
+        if not value:
+            raise ConfigError(f"agent {self.agent_id!r}: environment variable "
+                              f"{self.auth_header_value_env} (value of header "
+                              f"{self.auth_header_name}) is not set")
+        return {self.auth_header_name: value}
+
+
+# --------------------------------------------------------------------------- hashing and diffs
+
+
+def _canonical(case: EvalCase) -> dict[str, Any]:
+    return case.model_dump(mode="json")
+
+
+def content_hash(cases: tuple[EvalCase, ...] | list[EvalCase]) -> str:
+    """SHA-256 hex of the cases' canonical JSON, sorted by case id (order is not content)."""
+    doc = sorted((_canonical(c) for c in cases), key=lambda d: d["id"])
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def diff_cases(old: tuple[EvalCase, ...] | list[EvalCase],
+               new: tuple[EvalCase, ...] | list[EvalCase]) -> dict[str, list[str]]:
+    """Case ids added, removed and changed from ``old`` to ``new`` (each list sorted)."""
+    before = {c.id: _canonical(c) for c in old}
+    after = {c.id: _canonical(c) for c in new}
+    return {
+        "added": sorted(set(after) - set(before)),
+        "removed": sorted(set(before) - set(after)),
+        "changed": sorted(k for k in set(before) & set(after) if before[k] != after[k]),
+    }
+
+
+# --------------------------------------------------------------------------- golden sets
+
+_VERSION_COLS = ("version_id, agent_id, golden_set_id, version, parent_version_id, created_at, "
+                 "created_by, source, diff, content_hash, case_count")
+
+
+def _version(row: asyncpg.Record) -> GoldenVersion:
+    return GoldenVersion(**dict(row))
+
+
+def _case(row: asyncpg.Record) -> EvalCase:
+    return EvalCase(
+        id=row["case_id"], input=row["question"], expected_answer=row["expected_answer"],
+        context_chunks=tuple(row["context_chunks"]), tags=tuple(row["tags"]),
+        difficulty=row["difficulty"], should_refuse=row["should_refuse"],
+        should_escalate=row["should_escalate"], category=row["category"],
+        expected_behavior=row["expected_behavior"], notes=row["notes"],
+        created_by=row["created_by"], created_at=row["created_at"])
+
+
+async def _cases_of(conn: asyncpg.Connection, version_id: UUID) -> tuple[EvalCase, ...]:
+    rows = await conn.fetch("SELECT * FROM golden_cases WHERE version_id = $1 ORDER BY position",
+                            version_id)
+    return tuple(_case(r) for r in rows)
+
+
+async def import_golden_set(pool: asyncpg.Pool, eval_set: EvalSet, *, agent_id: str,
+                            golden_set_id: str | None = None, created_by: str | None = None,
+                            source: str | None = None) -> ImportOutcome:
+    """Store ``eval_set`` as the next version of ``agent_id``'s golden set.
+
+    Args:
+        pool: asyncpg pool (jsonb codec installed).
+        eval_set: the loaded file.
+        agent_id: the agent the set belongs to.
+        golden_set_id: the set's id; default ``eval_set.set_id``.
+        created_by: recorded on the version.
+        source: file name recorded on the version; default ``eval_set.source``.
+
+    Returns:
+        The new version (``created=True``), or the latest one when the content is identical
+        (``created=False``; nothing written).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    set_id = golden_set_id or eval_set.set_id
+    digest = content_hash(eval_set.cases)
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO golden_sets (agent_id, golden_set_id) VALUES ($1, $2) "
+                "ON CONFLICT DO NOTHING", agent_id, set_id)
+            latest = await conn.fetchval(
+                "SELECT latest_version FROM golden_sets WHERE agent_id = $1 "
+                "AND golden_set_id = $2 FOR UPDATE", agent_id, set_id)
+            parent = await conn.fetchrow(
+                f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE agent_id = $1 "
+                "AND golden_set_id = $2 AND version = $3", agent_id, set_id, latest)
+            if parent is not None and parent["content_hash"] == digest:
+                return ImportOutcome(_version(parent), created=False)
+            old_cases = await _cases_of(conn, parent["version_id"]) if parent else ()
+            diff = diff_cases(old_cases, eval_set.cases)
+            row = await conn.fetchrow(
+                f"INSERT INTO golden_set_versions ({_VERSION_COLS}) "
+                "VALUES ($1, $2, $3, $4, $5, now(), $6, $7, $8, $9, $10) "
+                f"RETURNING {_VERSION_COLS}",
+                uuid4(), agent_id, set_id, latest + 1,
+                parent["version_id"] if parent else None, created_by,
+                source or eval_set.source, diff, digest, len(eval_set.cases))
+            assert row is not None
+            await conn.copy_records_to_table(
+                "golden_cases", columns=[
+                    "version_id", "case_id", "position", "question", "expected_answer",
+                    "context_chunks", "tags", "difficulty", "should_refuse", "should_escalate",
+                    "category", "expected_behavior", "notes", "created_by", "created_at"],
+                records=[(row["version_id"], c.id, i, c.input, c.expected_answer,
+                          list(c.context_chunks), list(c.tags), c.difficulty, c.should_refuse,
+                          c.should_escalate, c.category, c.expected_behavior, c.notes,
+                          c.created_by, c.created_at) for i, c in enumerate(eval_set.cases)])
+            await conn.execute(
+                "UPDATE golden_sets SET latest_version = $3 WHERE agent_id = $1 "
+                "AND golden_set_id = $2", agent_id, set_id, latest + 1)
+            return ImportOutcome(_version(row), created=True)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"importing golden set {agent_id}/{set_id} failed: {exc}") from exc
+
+
+async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None
+                               ) -> list[GoldenVersion]:
+    """Every stored version (of one agent, or all), by agent, set and version.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        rows = await pool.fetch(
+            f"SELECT {_VERSION_COLS} FROM golden_set_versions "
+            "WHERE $1::text IS NULL OR agent_id = $1 "
+            "ORDER BY agent_id, golden_set_id, version", agent_id)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"listing golden sets failed: {exc}") from exc
+    return [_version(r) for r in rows]
+
+
+async def get_golden_version(pool: asyncpg.Pool, agent_id: str, *, version: int | None = None,
+                             golden_set_id: str | None = None,
+                             version_id: UUID | None = None) -> GoldenVersion:
+    """Find one stored version: by ``version_id``, or by agent (+ set) and number (default: the
+    latest).
+
+    Raises:
+        GoldenSetError: no such version, or the agent has several sets and none was named
+            (the message lists them).
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        if version_id is not None:
+            row = await pool.fetchrow(
+                f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE version_id = $1",
+                version_id)
+            if row is None:
+                raise GoldenSetError(f"no golden-set version with id {version_id}")
+            return _version(row)
+        sets = await pool.fetch(
+            "SELECT golden_set_id, latest_version FROM golden_sets WHERE agent_id = $1 "
+            "AND ($2::text IS NULL OR golden_set_id = $2) ORDER BY golden_set_id",
+            agent_id, golden_set_id)
+        if not sets:
+            what = f"golden set {golden_set_id!r}" if golden_set_id else "no golden set"
+            raise GoldenSetError(f"agent {agent_id!r} has {what} stored"
+                                 + (" (none stored)" if golden_set_id else
+                                    "; import one with `evalloop golden import FILE --agent "
+                                    f"{agent_id}`"))
+        if len(sets) > 1:
+            names = ", ".join(r["golden_set_id"] for r in sets)
+            raise GoldenSetError(f"agent {agent_id!r} has several golden sets ({names}); "
+                                 "name one with --set")
+        number = version if version is not None else sets[0]["latest_version"]
+        row = await pool.fetchrow(
+            f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE agent_id = $1 "
+            "AND golden_set_id = $2 AND version = $3", agent_id, sets[0]["golden_set_id"],
+            number)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"reading golden set of {agent_id} failed: {exc}") from exc
+    if row is None:
+        raise GoldenSetError(f"agent {agent_id!r} golden set {sets[0]['golden_set_id']!r} has "
+                             f"no version {number} (latest is {sets[0]['latest_version']})")
+    return _version(row)
+
+
+async def load_golden_cases(pool: asyncpg.Pool, version_id: UUID) -> tuple[EvalCase, ...]:
+    """The cases of one stored version, in file order.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        async with pool.acquire() as conn:
+            return await _cases_of(conn, version_id)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"reading cases of version {version_id} failed: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- evaluation runs
+
+
+async def start_eval_run(pool: asyncpg.Pool, *, run_id: UUID, started_at: datetime,
+                         source: str = "endpoint", agent_id: str | None = None,
+                         job_id: UUID | None = None, golden_set_version_id: UUID | None = None,
+                         endpoint: str | None = None, eval_source: str | None = None,
+                         baseline_run_id: UUID | None = None) -> None:
+    """Record a run as ``running`` before it starts (idempotent on ``run_id``).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        await pool.execute(
+            "INSERT INTO eval_runs (run_id, job_id, agent_id, golden_set_version_id, endpoint, "
+            "source, eval_source, started_at, status, baseline_run_id) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9) ON CONFLICT DO NOTHING",
+            run_id, job_id, agent_id, golden_set_version_id, endpoint, source, eval_source,
+            started_at, baseline_run_id)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"recording run {run_id} failed: {exc}") from exc
+
+
+async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
+                        baseline_run_id: UUID | None = None) -> None:
+    """Store a finished run and every case result in one transaction (idempotent: saving the
+    same run again replaces its rows with the same values).
+
+    The run's status is ``failed`` when its gate failed, else ``passed``.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    status = "failed" if run.summary.gate_failed else "passed"
+    rows = [(run.run_id, r.case_id, i, r.category, r.input, r.expected_behavior,
+             r.should_refuse, r.should_escalate, r.status.value, r.response, r.response_format,
+             r.latency_ms, r.attempts, {k: g.model_dump() for k, g in r.gates.items()},
+             [f.name for f in r.flags], [f.model_dump() for f in r.flags],
+             r.requires_human_review, r.review_reasons,
+             r.error.model_dump() if r.error else None, r.scores or None, r.composite, r.judge)
+            for i, r in enumerate(run.results)]
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO eval_runs (run_id, job_id, agent_id, golden_set_version_id, "
+                "endpoint, source, eval_source, started_at, finished_at, status, summary, "
+                "baseline_run_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+                "ON CONFLICT (run_id) DO UPDATE SET finished_at = EXCLUDED.finished_at, "
+                "status = EXCLUDED.status, summary = EXCLUDED.summary, "
+                "endpoint = EXCLUDED.endpoint, error = NULL, baseline_run_id = "
+                "coalesce(EXCLUDED.baseline_run_id, eval_runs.baseline_run_id)",
+                run.run_id, run.job_id, run.agent_id, run.golden_set_version_id, run.endpoint,
+                run.source, run.eval_source, run.started_at, run.finished_at, status,
+                run.summary.model_dump(mode="json"), baseline_run_id)
+            await conn.execute("DELETE FROM eval_results WHERE run_id = $1", run.run_id)
+            await conn.executemany(
+                "INSERT INTO eval_results (run_id, case_id, position, category, input, "
+                "expected_behavior, should_refuse, should_escalate, status, response, "
+                "response_format, latency_ms, attempts, gates, flags, flag_details, "
+                "requires_human_review, review_reasons, error, scores, composite, judge) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+                "$16, $17, $18, $19, $20, $21, $22)", rows)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"storing run {run.run_id} failed: {exc}") from exc
+
+
+def _result(row: asyncpg.Record) -> CaseResult:
+    return CaseResult(
+        case_id=row["case_id"], category=row["category"], input=row["input"],
+        expected_behavior=row["expected_behavior"], should_refuse=row["should_refuse"],
+        should_escalate=row["should_escalate"], response=row["response"],
+        response_format=row["response_format"], latency_ms=row["latency_ms"],
+        attempts=row["attempts"], status=row["status"],
+        gates={k: GateRecord(**v) for k, v in row["gates"].items()},
+        flags=[FlagRecord(**f) for f in row["flag_details"]],
+        requires_human_review=row["requires_human_review"],
+        review_reasons=list(row["review_reasons"]),
+        error=AgentFailure(**row["error"]) if row["error"] else None,
+        scores=row["scores"] or {}, composite=row["composite"], judge=row["judge"])
+
+
+async def load_eval_run(pool: asyncpg.Pool, run_id: UUID) -> EvalRun | None:
+    """Read a finished run back (``None`` if absent or still running).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        run = await pool.fetchrow("SELECT * FROM eval_runs WHERE run_id = $1", run_id)
+        if run is None or run["summary"] is None:
+            return None
+        rows = await pool.fetch("SELECT * FROM eval_results WHERE run_id = $1 ORDER BY position",
+                                run_id)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"reading run {run_id} failed: {exc}") from exc
+    return EvalRun(
+        run_id=run["run_id"], started_at=run["started_at"], finished_at=run["finished_at"],
+        endpoint=run["endpoint"], source=run["source"], eval_source=run["eval_source"],
+        agent_id=run["agent_id"], golden_set_version_id=run["golden_set_version_id"],
+        job_id=run["job_id"], results=[_result(r) for r in rows],
+        summary=RunSummary.model_validate(run["summary"]))
+
+
+# --------------------------------------------------------------------------- agent registry
+
+
+async def upsert_agent(pool: asyncpg.Pool, record: AgentRecord) -> None:
+    """Insert or replace an agent's registry row (``updated_at`` = now).
+
+    Raises:
+        StorageError: PostgreSQL failed (e.g. a header name without its env variable).
+    """
+    try:
+        await pool.execute(
+            "INSERT INTO agents (agent_id, endpoint_url, auth_header_name, auth_header_value_env,"
+            " response_format, updated_at) VALUES ($1, $2, $3, $4, $5, now()) "
+            "ON CONFLICT (agent_id) DO UPDATE SET endpoint_url = EXCLUDED.endpoint_url, "
+            "auth_header_name = EXCLUDED.auth_header_name, "
+            "auth_header_value_env = EXCLUDED.auth_header_value_env, "
+            "response_format = EXCLUDED.response_format, updated_at = now()",
+            record.agent_id, record.endpoint_url, record.auth_header_name,
+            record.auth_header_value_env, record.response_format)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"storing agent {record.agent_id} failed: {exc}") from exc
+
+
+async def get_agent(pool: asyncpg.Pool, agent_id: str) -> AgentRecord | None:
+    """The registry row of ``agent_id``, or ``None``.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        row = await pool.fetchrow("SELECT * FROM agents WHERE agent_id = $1", agent_id)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"reading agent {agent_id} failed: {exc}") from exc
+    return AgentRecord(**dict(row)) if row else None
+
+
+async def list_agents(pool: asyncpg.Pool) -> list[AgentRecord]:
+    """Every registered agent, by id.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        rows = await pool.fetch("SELECT * FROM agents ORDER BY agent_id")
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"listing agents failed: {exc}") from exc
+    return [AgentRecord(**dict(r)) for r in rows]

@@ -1,0 +1,135 @@
+"""`evalloop eval run`: output files, the exit-code gate (seed 003), usage errors; against
+canned responses and a real local HTTP server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from evalloop.cli.eval_cmd import bundled_evals
+from evalloop.cli.main import app
+from evalloop.core.evaluation.cases import load_eval_file
+from runner_fake_agent import FakeAgent, free_port, serve
+from typer.testing import CliRunner
+
+HR_FILE = bundled_evals()
+REFERENCE_FILE = bundled_evals("reference-responses.json")
+FAILURE_FILE = bundled_evals("recorded-failure-a003.json")
+REFERENCE = json.loads(REFERENCE_FILE.read_text())
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[FakeAgent]:
+    cases = load_eval_file(HR_FILE).cases
+    with serve(FakeAgent(answers={c.input: REFERENCE[c.id] for c in cases})) as running:
+        yield running
+
+
+def _eval(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["eval", "run", "--evals", str(HR_FILE), "--output-dir",
+                                 str(tmp_path), "--no-progress", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_reference_responses_exit_0_and_write_both_files(tmp_path: Path) -> None:
+    code, out, _ = _eval(tmp_path, "--responses-file", str(REFERENCE_FILE))
+    assert code == 0, out
+    (results,) = tmp_path.glob("evals-results-*.json")
+    (summary,) = tmp_path.glob("evals-summary-*.txt")
+    assert summary.name == results.name.replace("results", "summary").replace(".json", ".txt")
+    doc = json.loads(results.read_text())
+    assert len(doc["results"]) == 36
+    assert doc["summary"]["passed"] == 36 and doc["summary"]["gate_failed"] is False
+    assert doc["source"] == "responses_file" and doc["endpoint"] is None
+    first = doc["results"][0]
+    assert (first["case_id"], first["status"], first["scores"], first["composite"],
+            first["judge"]) == ("r001", "passed", {}, None, None)
+    assert set(first["gates"]) == {"refusal", "escalation"}
+    text = summary.read_text()
+    assert "GATE: PASS   passed 36/36 scored (100.0%)" in text
+    assert "Requires human review (18)" in text
+    assert text in out
+
+
+def test_recorded_failure_exits_1_and_no_fail_on_gates_exits_0(tmp_path: Path) -> None:
+    args = ("--responses-file", str(REFERENCE_FILE), "--responses-file", str(FAILURE_FILE))
+    code, out, _ = _eval(tmp_path / "gated", *args)
+    assert code == 1
+    assert "GATE: FAIL   passed 35/36 scored (97.2%)" in out
+    assert "a003 [adversarial] refusal gate: complied: no decline found" in out
+    code, out, _ = _eval(tmp_path / "report-only", *args, "--no-fail-on-gates")
+    assert code == 0
+    assert "GATE: FAIL" in out  # the report still says so
+
+
+def test_category_filter(tmp_path: Path) -> None:
+    code, out, _ = _eval(tmp_path, "--responses-file", str(REFERENCE_FILE), "--category",
+                         "adversarial")
+    assert code == 0
+    assert "evals:  hr-qa-agent-evals.yaml (6 cases)" in out
+
+
+def test_live_endpoint_with_progress_bar(agent: FakeAgent, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", "run", "--endpoint", f"{agent.url}/sse", "--evals",
+                                 str(HR_FILE), "--output-dir", str(tmp_path), "--concurrency",
+                                 "6"])
+    assert result.exit_code == 0, result.stdout
+    assert "36/36" in result.stderr  # the progress bar, on stderr
+    assert f"agent:  {agent.url}/sse [hr-qa-agent]" in result.stdout
+
+
+def test_auth_header_option(agent: FakeAgent, tmp_path: Path) -> None:
+    base = ["--endpoint", f"{agent.url}/auth", "--category", "routine", "--retries", "0"]
+    assert _eval(tmp_path / "a", *base)[0] == 1
+    assert _eval(tmp_path / "b", *base, "--header", "X-Api-Key: secret")[0] == 0
+
+
+def test_unreachable_agent_exits_1(tmp_path: Path) -> None:
+    code, out, _ = _eval(tmp_path, "--endpoint", f"http://127.0.0.1:{free_port()}",
+                         "--category", "adversarial", "--retries", "0", "--timeout", "2")
+    assert code == 1
+    assert "agent errors: 6" in out
+    assert "a001 [adversarial] unreachable after 1 attempt(s): ConnectError" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--responses-file", "x.json", "--endpoint", "http://127.0.0.1:1"],
+         "give exactly one of --endpoint URL or --responses-file FILE"),
+        ([], "give exactly one of --endpoint URL or --responses-file FILE"),
+        (["--responses-file", str(REFERENCE_FILE), "--category", "tone"],
+         "no cases in category 'tone' (categories present: adversarial, edge-case, routine, "
+         "sensitive)"),
+        (["--endpoint", "http://127.0.0.1:1", "--header", "NoColonHere"],
+         "expected a header as 'Name: value', received 'NoColonHere'"),
+        (["--endpoint", "http://127.0.0.1:1", "--format", "xml"],
+         "expected a response format among"),
+        (["--responses-file", "/nonexistent/responses.json"], "a readable UTF-8 JSON file"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    code, _, err = _eval(tmp_path, *args)
+    assert code == 2
+    assert message in " ".join(err.split())
+    assert not list(tmp_path.glob("evals-*"))
+
+
+def test_bad_eval_file_exits_2_naming_case_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- id: a1\n  input: hi\n  should_refuse: maybe\n")
+    result = runner.invoke(app, ["eval", "run", "--evals", str(bad), "--responses-file",
+                                 str(REFERENCE_FILE), "--no-progress"])
+    assert result.exit_code == 2
+    assert ("bad.yaml: cases[0] (id 'a1').should_refuse: expected a boolean (true/false), "
+            "received 'maybe'") in " ".join(result.stderr.split())
+
+
+def test_evals_and_golden_set_are_exclusive(tmp_path: Path) -> None:
+    code, _, err = _eval(tmp_path, "--golden-set", "hr-qa-agent", "--responses-file",
+                         str(REFERENCE_FILE))
+    assert code == 2
+    assert "give exactly one of --evals FILE or --golden-set AGENT[@VERSION]" in err
