@@ -172,12 +172,14 @@ class Stats:
 
 
 async def fresh_database(admin_dsn: str) -> str:
+    """Create and migrate a uniquely named database on the server of ``admin_dsn``; its DSN."""
     dsn = await create_database(admin_dsn, f"evalloop_bench_monitor_{uuid.uuid4().hex[:8]}")
     await migrate(dsn)
     return dsn
 
 
 async def drop_database(admin_dsn: str, dsn: str) -> None:
+    """Drop the database of ``dsn`` (forcing out connections)."""
     name = dsn.rsplit("/", 1)[1].split("?")[0]
     conn = await asyncpg.connect(admin_dsn)
     try:
@@ -187,6 +189,7 @@ async def drop_database(admin_dsn: str, dsn: str) -> None:
 
 
 def settings_for(dsn: str, kafka: KafkaSettings | None = None) -> Settings:
+    """Settings of one phase: its database, the benchmark's monitor thresholds, Kafka."""
     return Settings(postgres=PostgresSettings(dsn=dsn), monitor=MONITOR,
                     kafka=kafka or KafkaSettings())
 
@@ -221,6 +224,7 @@ async def paced(n: int, rate: float, send: Any) -> float:
 
 
 async def sql_baseline(pool: asyncpg.Pool, n: int = 2000) -> Stats:
+    """Latency of ``n`` bare ``SELECT 1`` round trips on ``pool``."""
     out = []
     for _ in range(n):
         t = time.perf_counter()
@@ -230,6 +234,7 @@ async def sql_baseline(pool: asyncpg.Pool, n: int = 2000) -> Stats:
 
 
 async def bus_baseline(n: int, rate: float) -> Stats:
+    """Latency of a bare in-process bus hop (publish -> handler) at ``rate`` per second."""
     bus = TimedBus()
     got: list[float] = []
 
@@ -249,6 +254,7 @@ async def bus_baseline(n: int, rate: float) -> Stats:
 
 async def in_process_phase(admin_dsn: str, events: list[Any], rate: float,
                            predicted: dict[str, int]) -> dict[str, Any]:
+    """Phase 1: paced events on the in-process bus, the monitor on real PostgreSQL."""
     dsn = await fresh_database(admin_dsn)
     pool = await connect_pool(dsn, min_size=2, max_size=4)
     try:
@@ -288,6 +294,7 @@ async def in_process_phase(admin_dsn: str, events: list[Any], rate: float,
 
 async def kafka_phase(admin_dsn: str, bootstrap: str, events: list[Any], rate: float,
                       predicted: dict[str, int]) -> dict[str, Any]:
+    """Phase 2: paced events produced to real Kafka, the monitor's FastStream app."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from evalloop.adapters.kafka import ensure_topics
     from faststream import TestApp
@@ -362,6 +369,7 @@ async def kafka_phase(admin_dsn: str, bootstrap: str, events: list[Any], rate: f
 
 
 async def memory_phase(admin_dsn: str, agents: int, total: int, slices: int) -> list[tuple]:
+    """``[(events fed, buckets held, traced bytes)]`` after each of ``slices`` slices."""
     dsn = await fresh_database(admin_dsn)
     pool = await connect_pool(dsn, min_size=1, max_size=2)
     rows: list[tuple] = []
@@ -408,6 +416,7 @@ async def memory_phase(admin_dsn: str, agents: int, total: int, slices: int) -> 
 
 
 async def main(args: argparse.Namespace) -> None:
+    """Run every phase and print the figures."""
     logging.getLogger("faststream").setLevel(logging.WARNING)  # one INFO line per batch
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # new groups: coordinator retries
     admin = os.environ.get("EVALLOOP_TEST_PG_DSN") or start_embedded(
