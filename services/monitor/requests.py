@@ -96,6 +96,16 @@ def change_request(event: AgentChanged, *, requested_at: datetime) -> ReevalRequ
     )
 
 
+def _period(interval_s: int) -> str:
+    if interval_s == 7 * 86400:
+        return "week"
+    if interval_s % 86400 == 0:
+        days = interval_s // 86400
+        return "day" if days == 1 else f"{days} days"
+    hours = interval_s / 3600
+    return "hour" if hours == 1 else f"{hours:g} hours"
+
+
 def weekly_seed(base_seed: int, agent_id: str, due_at: datetime) -> int:
     """Seed of one weekly sample: a 31-bit mix of the configured base seed, the agent and the
     due time, so every week samples other cases and a re-run of the same job the same ones."""
@@ -115,8 +125,7 @@ def weekly_request(
     """The weekly sampled re-evaluation (seed 003: "weekly production monitoring: random sample
     of 10 cases"). ``previous_at`` is the last sample's time (or the agent's first sighting);
     the job id is uuid5 of (agent, ``previous_at``), so one period yields one job."""
-    days = interval_s / 86400
-    every = "week" if interval_s == 7 * 86400 else f"{days:g} days"
+    every = _period(interval_s)
     seed = weekly_seed(base_seed, agent_id, previous_at)
     return ReevalRequested(
         job_id=uuid5(JOB_NAMESPACE, f"weekly_sample/{agent_id}/{previous_at.isoformat()}"),
