@@ -66,6 +66,11 @@ async def test_each_format_carries_the_same_reply(agent_url: str) -> None:
         assert r.json()["content"] == [{"type": "text", "text": text}]
         assert r.json()["type"] == "message"
 
+        # A client accepting several types (the runner's AgentClient) gets the default format.
+        r = await client.post("/", json=_body(QUESTION), headers={
+            "Accept": "application/json, text/event-stream, text/plain"})
+        assert r.json()["response"] == text
+
         r = await client.post("/", json=_body(QUESTION), headers={"Accept": "text/plain"})
         assert r.headers["content-type"].startswith("text/plain")
         assert r.text == text

@@ -9,10 +9,10 @@ Endpoints:
 
 The reply format is chosen per request, first match wins: ``?format=<name>``; the path
 (``/v1/chat/completions`` -> ``openai``, or ``openai-sse`` with ``"stream": true``;
-``/v1/messages`` -> ``anthropic``); the ``Accept`` header (``text/event-stream`` ->
-``openai-sse``, ``text/plain`` -> ``text``); ``"stream": true`` in the body -> ``openai-sse``;
-else the server's default format. Every reply carries ``X-Agent-Version`` and
-``X-Context-Chunks`` (comma-separated chunk ids) headers.
+``/v1/messages`` -> ``anthropic``); the ``Accept`` header's first media type
+(``text/event-stream`` -> ``openai-sse``, ``text/plain`` -> ``text``); ``"stream": true`` in
+the body -> ``openai-sse``; else the server's default format. Every reply carries
+``X-Agent-Version`` and ``X-Context-Chunks`` (comma-separated chunk ids) headers.
 """
 
 from __future__ import annotations
@@ -92,10 +92,12 @@ def _choose_format(request: Request, body: dict[str, Any], default: Format) -> F
         return "openai-sse" if body.get("stream") is True else "openai"
     if path.endswith("/messages"):
         return "anthropic"
-    accept = request.headers.get("accept", "")
-    if "text/event-stream" in accept:
+    # The client's first-listed media type decides; a client that accepts several formats
+    # (``application/json, text/event-stream, text/plain``) gets the server's default.
+    first = request.headers.get("accept", "").split(",")[0].split(";")[0].strip().lower()
+    if first == "text/event-stream":
         return "openai-sse"
-    if accept.startswith("text/plain"):
+    if first == "text/plain":
         return "text"
     if body.get("stream") is True:
         return "openai-sse"
