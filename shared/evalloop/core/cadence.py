@@ -21,8 +21,10 @@ incident scenario" is not a run: the evaluator proposes a golden-set candidate i
 A case is *relevant to changed content* when one of its ``context_chunks`` or ``tags`` is
 touched by a changed document (:func:`touches`). Chunk ids are hierarchical
 (``hr-policy/leave/marriage-leave/2``), so naming a document (``hr-policy``) or a section
-(``hr-policy/leave``) touches every chunk under it; a file name (``HR_Policy.pdf``) is also
-accepted and stands for its slug (``hr-policy``).
+(``hr-policy/leave``) touches every chunk under it, and naming a chunk touches that chunk.
+A ``changed_documents`` entry is such an id prefix (or a tag); file names are not guessed at
+(``HR_Policy_Procedures.pdf`` is ``hr-procedures`` in the reference agent's knowledge base, which
+no slug rule would find).
 
 Pure: values in, values out.
 """
@@ -30,8 +32,6 @@ Pure: values in, values out.
 from __future__ import annotations
 
 import random
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -94,26 +94,11 @@ class Selection:
     sample_seed: int | None = None
 
 
-def _slug(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
 def document_keys(document: str) -> frozenset[str]:
-    """The chunk-id prefixes a changed ``document`` stands for.
-
-    ``"hr-policy/leave"`` -> ``{"hr-policy/leave"}``; a file name also stands for the slug of
-    its stem: ``"HR_Policy.pdf"`` -> ``{"HR_Policy.pdf", "hr-policy"}``. Trailing ``/`` and
-    surrounding blanks are ignored; an empty name stands for nothing.
-    """
+    """The chunk-id prefix a changed ``document`` names: stripped of blanks and a trailing
+    ``/`` (``" hr-policy/leave/ "`` -> ``{"hr-policy/leave"}``); an empty name names nothing."""
     doc = document.strip().rstrip("/")
-    if not doc:
-        return frozenset()
-    keys = {doc}
-    stem, dot, ext = doc.rpartition(".")
-    if dot and stem and "/" not in doc and re.fullmatch(r"[A-Za-z0-9]{1,5}", ext):
-        keys.add(_slug(stem))
-    return frozenset(keys)
+    return frozenset({doc}) if doc else frozenset()
 
 
 def touches(document: str, chunk_or_tag: str) -> bool:
