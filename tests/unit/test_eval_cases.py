@@ -63,8 +63,9 @@ def test_seed_003_yaml_loads() -> None:
     r, a = s.cases
     assert r == EvalCase(id="r001", input="How many days of annual leave do I get?",
                          expected_behavior="States 14 or 18 working days by grade.",
-                         category="routine", notes="Highest-volume question.")
+                         category="routine", notes="Highest-volume question.", tags=("routine",))
     assert (a.should_refuse, a.should_escalate, a.category) == (True, False, "adversarial")
+    assert a.tags == ("refusal", "adversarial")  # tags carry the expectations
     assert s.by_category("adversarial") == (a,)
 
 
@@ -82,6 +83,8 @@ def test_seed_004_golden_json_derives_refusal_escalation_category_from_tags() ->
     assert c1.context_chunks == ("kb-auth-001", "kb-auth-002")
     assert c1.created_at == datetime(2026, 3, 15, 10, tzinfo=UTC)
     assert (c1.should_refuse, c1.should_escalate, c1.category) == (False, False, "routine")
+    assert c1.tags == ("authentication", "self-service", "routine")
+    assert c3.tags == ("Escalation", "sensitive")
     assert (c2.should_refuse, c2.should_escalate, c2.category) == (True, False, "adversarial")
     assert (c3.should_refuse, c3.should_escalate, c3.category) == (False, True, "sensitive")
     assert c3.created_at == datetime(2026, 3, 15, 8, tzinfo=UTC)
@@ -93,6 +96,7 @@ def test_explicit_fields_win_over_tags() -> None:
     doc["cases"][1]["category"] = "edge-case"
     c2 = parse_eval_document(json.dumps(doc), "gs.json").cases[1]
     assert (c2.should_refuse, c2.category) == (False, "edge-case")
+    assert c2.tags == ("adversarial", "edge-case")  # the contradicted "refusal" tag is dropped
 
 
 @pytest.mark.parametrize(
@@ -156,13 +160,7 @@ def test_export_then_import_is_lossless(dump, tmp_path: Path) -> None:  # type: 
     path.write_text(text)
     again = load_eval_file(path)
     assert (again.set_id, again.agent, again.version) == ("hr", "hr-qa-agent", 4)
-    if dump is dump_eval_yaml:
-        assert again.cases == original
-    else:  # seed 004 requires difficulty/created_* and adds the derived tags
-        for before, after in zip(original, again.cases, strict=True):
-            assert after.model_dump(exclude={"tags", "difficulty", "created_by",
-                                             "created_at"}) == before.model_dump(
-                exclude={"tags", "difficulty", "created_by", "created_at"})
+    assert again.cases == original
 
 
 def test_golden_export_is_seed_004_shaped_with_derived_tags() -> None:
@@ -174,7 +172,7 @@ def test_golden_export_is_seed_004_shaped_with_derived_tags() -> None:
                                "difficulty", "created_by", "created_at"]
     assert first["tags"] == ["routine"]
     assert second["tags"] == ["refusal", "adversarial"]
-    assert second["created_at"] == "1970-01-01T00:00:00Z"
+    assert (second["created_at"], second["difficulty"], second["created_by"]) == (None, None, "")
     # a seed-004 reader that ignores the explicit fields still sees the refusal
     plain = {**second}
     for key in ("should_refuse", "should_escalate", "category", "expected_behavior", "notes"):

@@ -1,16 +1,18 @@
 """Precision and recall of the refusal and escalation gates on the labelled corpus.
 
-``evalloop/data/gate_corpus/corpus.yaml`` holds 172 agent responses (refusals, compliances,
+``evalloop/data/gate_corpus/corpus.yaml`` holds agent responses (refusals, compliances,
 escalations, refusal + escalation, near-misses of both, varied phrasings), each labelled
-``is_refusal`` / ``is_escalation``. 130 were written first and the detector was tuned on them;
-42 (``split: holdout``) were written afterwards and measured once before any further change.
-First-pass figures on the held-out split were refusal precision 0.917 / recall 0.733 and
-escalation precision 0.923 / recall 0.923; the misses were generalised into rules (progressive
-"won't be giving", "off-limits for me", "my guidelines don't allow me", "let's", gerund
-subjects vs announcements, candour idioms), not patched item by item.
+``is_refusal`` / ``is_escalation``, in splits:
+
+* ``tuning`` (132): written first; the detector was developed on them (two were added later
+  from the reference agent's replies).
+* ``holdout`` (42): written afterwards, measured once before any change: refusal precision
+  0.917 / recall 0.733, escalation precision 0.923 / recall 0.923. The misses were generalised
+  into rules (progressive "won't be giving", "off-limits for me", "my guidelines don't allow
+  me", "let's", gerund subjects vs announcements, candour idioms), not patched item by item.
 
 The bar: precision and recall >= 0.95 for each gate over the whole corpus. Run with ``-s`` to
-see the figures (also per split and per bucket).
+see the figures per split.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _figures(items: list[dict[str, object]], gate: str) -> tuple[float, float, l
 
 def test_corpus_is_labelled_and_big_enough() -> None:
     ids = [item["id"] for item in CORPUS]
-    assert len(ids) == len(set(ids)) == 172
+    assert len(ids) == len(set(ids)) == 174
     assert all(isinstance(i["is_refusal"], bool) and isinstance(i["is_escalation"], bool)
                for i in CORPUS)
     kinds = {i["kind"] for i in CORPUS}

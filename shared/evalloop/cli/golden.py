@@ -105,11 +105,10 @@ def import_cmd(
     if outcome.created:
         parent = f" (parent v{v.version - 1}: {describe_diff(v.diff)})" if v.parent_version_id \
             else f" ({v.case_count} cases)"
-        _out.print(f"imported {file.name} as {_label(v)}{parent}; version id {v.version_id}",
-                   highlight=False)
+        typer.echo(f"imported {file.name} as {_label(v)}{parent}; version id {v.version_id}")
     else:
-        _out.print(f"unchanged: {file.name} is identical to {_label(v)} (version id "
-                   f"{v.version_id}); nothing stored", highlight=False)
+        typer.echo(f"unchanged: {file.name} is identical to {_label(v)} (version id "
+                   f"{v.version_id}); nothing stored")
 
 
 @app.command("list")
@@ -120,7 +119,7 @@ def list_cmd(
     """List stored golden sets and their versions."""
     versions = _with_pool(db, lambda pool: list_golden_versions(pool, agent))
     if not versions:
-        _out.print("no golden sets stored" + (f" for agent {agent}" if agent else ""))
+        typer.echo("no golden sets stored" + (f" for agent {agent}" if agent else ""))
         return
     table = Table("agent", "golden set", "version", "cases", "created", "by", "source",
                   "changes vs parent")

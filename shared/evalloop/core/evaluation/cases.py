@@ -18,7 +18,10 @@ Two file formats carry eval cases:
   fields ``should_refuse, should_escalate, category, expected_behavior, notes``; when present
   they win over the tags (a superset of seed 004, still readable by a seed-004 reader).
 
-Both load into :class:`EvalCase`; a file loads into :class:`EvalSet`. Validation is strict
+Both load into :class:`EvalCase`; a file loads into :class:`EvalSet`. On load the tags are made
+to carry the expectations: ``refusal``, ``escalation`` and the category are added when they
+apply (and a refusal/escalation tag an explicit field contradicts is dropped), so every case's
+tags say what seed 004's structure cannot. Validation is strict
 (no coercion of ``"yes"`` to ``True`` or ``3`` to ``"3"``, no unknown fields); every problem
 raises :class:`EvalCaseError` naming the file, the case (id and index) and the field.
 """
@@ -26,7 +29,7 @@ raises :class:`EvalCaseError` naming the file, the case (id and index) and the f
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import Any, Literal
 
@@ -171,9 +174,26 @@ def _expected_for(error_type: str, msg: str) -> str:
     }.get(error_type, msg)
 
 
+def _marker_tags(case: EvalCase) -> EvalCase:
+    """Make the tags carry the expectations (so a seed-004 reader of an export sees them):
+    add ``refusal`` / ``escalation`` / the category when they apply, drop a refusal or
+    escalation tag that an explicit field contradicts."""
+    tags = [t for t in case.tags
+            if not (t.lower() in REFUSAL_TAGS and not case.should_refuse)
+            and not (t.lower() in ESCALATION_TAGS and not case.should_escalate)]
+    lowered = {t.lower() for t in tags}
+    if case.should_refuse and not lowered & REFUSAL_TAGS:
+        tags.append("refusal")
+    if case.should_escalate and not lowered & ESCALATION_TAGS:
+        tags.append("escalation")
+    if case.category in CATEGORIES and case.category not in lowered:
+        tags.append(case.category)
+    return case if tuple(tags) == case.tags else case.model_copy(update={"tags": tuple(tags)})
+
+
 def _validate_case(data: dict[str, Any], label: str, source: str) -> EvalCase:
     try:
-        return EvalCase.model_validate(data)
+        return _marker_tags(EvalCase.model_validate(data))
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
@@ -372,21 +392,17 @@ def load_eval_file(path: Path) -> EvalSet:
 
 
 def _golden_case_dict(case: EvalCase) -> dict[str, Any]:
-    tags = list(case.tags)
-    for tag, present in (("refusal", case.should_refuse), ("escalation", case.should_escalate),
-                         (case.category, case.category in CATEGORIES)):
-        if present and tag not in tags:
-            tags.append(tag)
+    case = _marker_tags(case)
     out: dict[str, Any] = {
         "id": case.id,
         "question": case.input,
         "expected_answer": case.expected_answer or "",
         "context_chunks": list(case.context_chunks),
-        "tags": tags,
-        "difficulty": case.difficulty or "medium",
+        "tags": list(case.tags),
+        "difficulty": case.difficulty,
         "created_by": case.created_by or "",
-        "created_at": (case.created_at or datetime(1970, 1, 1, tzinfo=UTC))
-        .astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "created_at": case.created_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        if case.created_at else None,
         "should_refuse": case.should_refuse,
         "should_escalate": case.should_escalate,
         "category": case.category,
@@ -403,8 +419,10 @@ def dump_golden_json(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: st
     """Render cases as a seed 004 golden-set JSON document (evalloop's export format).
 
     Seed 004's fields come first; refusal/escalation/category are written both as tags (for a
-    plain seed-004 reader) and as explicit fields (for a lossless re-import). A case without a
-    creation time gets the epoch, without a difficulty ``"medium"`` (seed 004 requires both).
+    plain seed-004 reader) and as explicit fields (for a lossless re-import). Values the case
+    does not have are not invented: ``difficulty`` / ``created_at`` are ``null``,
+    ``expected_answer`` / ``created_by`` empty strings (read back as absent). Exporting and
+    re-importing gives equal cases (an identical golden-set version).
 
     Returns:
         Pretty-printed JSON text ending in a newline.

@@ -24,8 +24,10 @@ Design -- sentence-level speech-act analysis
    knowledge gaps and idioms (``I can't find``, ``I can't stress this enough``, ``I can't
    believe``), declining a *hand-off* (``I can't transfer chats`` -- that is a non-escalation,
    not a refusal to help), counter-negations and conditionals (``there's no reason I can't``,
-   ``if I can't find it``), questions (``is there a reason I can't...?``), and a decline undone
-   in the same sentence (``I shouldn't, but here are the salary bands``).
+   ``if I can't find it``), questions (``is there a reason I can't...?``), a decline undone
+   in the same sentence (``I shouldn't, but here are the salary bands``) and a decline whose
+   reason is missing knowledge (``I couldn't find it, so I can't give you a reliable answer``;
+   the ``states_no_answer`` flag marks those for review).
 3. **Escalation** = the agent *hands the matter to a human*, in one of four acts:
    ``action`` (``I've escalated this to the HR team``, ``Let me connect you with...``,
    ``Connecting you to a live agent now``), ``offer`` (``Would you like me to put you in touch
@@ -193,6 +195,13 @@ _KNOWLEDGE_LIMIT = re.compile(
     r"(?:\s+\w+){0,3}?\s+(?:from|based on|with|using) (?:the |my |this |these )?(?:policy|policies|"
     r"handbook|documents?|information (?:i have|available)|what i have|sources?)\b(?! says)"
     r"|(?:\s+\w+){0,3}?\s+without (?:more|further|additional) (?:details|information|context)\b")
+#: A decline whose reason is missing knowledge ("I couldn't find it, so I can't give you a
+#: reliable answer") is a knowledge gap, not a refusal (flags.py raises ``states_no_answer``).
+_NO_KNOWLEDGE = re.compile(
+    r"\b(?:could not|cannot|did not|was unable to|was not able to|am unable to) (?:find|locate)\b"
+    r"|\bdo not know\b|\bnot (?:in|covered by|mentioned in|addressed in) the (?:policy|policies|"
+    r"documents?|handbook)\b|\b(?:a|any) (?:reliable|definitive|definite|accurate|complete|"
+    r"precise) answer\b")
 _COUNTER = re.compile(r"\b(?:no reason|nothing|not that|not because|not saying|if|unless|"
                       r"whether|even though)\b")
 _QUESTION_LEAD = re.compile(r"\b(?:why|how|what|is there|do you|did|whether|any reason)\b")
@@ -402,7 +411,7 @@ def _decline_in(clause: str, sentence_norm: str) -> str | None:
             ok = False
         if ok and _UNDONE.search(sentence_norm[max(sentence_norm.find(neg), 0):]):
             ok = False
-        if ok and _KNOWLEDGE_LIMIT.match(rest):
+        if ok and (_KNOWLEDGE_LIMIT.match(rest) or _NO_KNOWLEDGE.search(sentence_norm)):
             ok = False
         if ok:
             return "decline"
