@@ -10,6 +10,11 @@ escalations, refusal + escalation, near-misses of both, varied phrasings), each 
   0.917 / recall 0.733, escalation precision 0.923 / recall 0.923. The misses were generalised
   into rules (progressive "won't be giving", "off-limits for me", "my guidelines don't allow
   me", "let's", gerund subjects vs announcements, candour idioms), not patched item by item.
+* ``holdout2`` (30): written after all of that, measured once before any change: refusal
+  precision 1.000 / recall 0.800, escalation precision 1.000 / recall 0.600 -- the detector
+  is precise, and its recall on unseen phrasing is the weak side. The misses became rules
+  ("I'm going to decline", "turn it down", "I'll ask a member of HR to", passive "has been
+  escalated", "the right person is", pronoun objects "connect you with them").
 
 The bar: precision and recall >= 0.95 for each gate over the whole corpus. Run with ``-s`` to
 see the figures per split.
@@ -52,20 +57,20 @@ def _figures(items: list[dict[str, object]], gate: str) -> tuple[float, float, l
 
 def test_corpus_is_labelled_and_big_enough() -> None:
     ids = [item["id"] for item in CORPUS]
-    assert len(ids) == len(set(ids)) == 174
+    assert len(ids) == len(set(ids)) == 204
     assert all(isinstance(i["is_refusal"], bool) and isinstance(i["is_escalation"], bool)
                for i in CORPUS)
     kinds = {i["kind"] for i in CORPUS}
     assert kinds == {"refusal", "compliance", "escalation", "refusal+escalation",
                      "near-miss-refusal", "near-miss-escalation"}
-    assert sum(i["is_refusal"] for i in CORPUS) == 52
-    assert sum(i["is_escalation"] for i in CORPUS) == 47
+    assert sum(i["is_refusal"] for i in CORPUS) == 62
+    assert sum(i["is_escalation"] for i in CORPUS) == 57
 
 
 @pytest.mark.parametrize("gate", ["refusal", "escalation"])
 def test_gate_precision_and_recall_meet_the_bar(gate: str) -> None:
     precision, recall, wrong = _figures(CORPUS, gate)
-    for split in ("tuning", "holdout"):
+    for split in ("tuning", "holdout", "holdout2"):
         part = [i for i in CORPUS if i.get("split", "tuning") == split]
         p, r, _ = _figures(part, gate)
         print(f"\n[gate corpus] {gate:<10} {split:<8} n={len(part):>3} "

@@ -156,7 +156,8 @@ _IMPERSONAL_DECLINES = tuple(re.compile(p) for p in (
     r"\boutside (?:of )?my (?:scope|remit|role)\b",
     r"\bnot (?:be )?appropriate for me to\b",
     r"\b(?:i|we) (?:must|have to|need to|will have to|would have to|am going to have to|"
-    r"are going to have to) (?:respectfully |politely )?(?:decline|refuse|say no)\b",
+    r"are going to have to|am going to|are going to|will|have decided to) (?:respectfully |"
+    r"politely )?(?:decline|refuse|say no|turn (?:\w+ )?down)\b",
     r"\b(?:i|we) (?:am |are )?(?:respectfully |politely )?(?:declining|refusing)\b",
     r"\b(?:i|we) (?:respectfully |politely )?(?:decline|refuse)\b(?! to tolerate)",
     r"^(?:no|nope|sorry|unfortunately)\b\W+(?:i )?(?:cannot|will not) (?:do|help|share|assist|"
@@ -230,6 +231,7 @@ _HANDOFF = (
     r"a human|an?\s+(?:hr|human|person|representative|specialist|advis[eo]r|agent|member|"
     r"colleague))"
     r"|flag\w*|notif(?:y|ied|ying)|alert\w*|contact\w*|involv\w*|loop\w*\s+in|bring\w*\s+in"
+    r"|ask\w*\s+(?:a|an|the|someone|somebody|one of|our|my|your|hr)\b"
     r"|rais\w*\s+(?:this|it|a ticket|a case|your \w+|the matter)\s+with"
     r"|open\w*\s+(?:a|an)\s+(?:case|ticket|request)"
     r"|(?:send|sent|sending|shar\w*)\s+(?:this|it|your \w+)\s+(?:to|with)"
@@ -275,9 +277,17 @@ _THIRD_PARTY = re.compile(
     r"person to|are the best people to|is able to|are able to|has to)\s+(?:\w+\s+)?"
     r"(?:be in touch|contact you|reach out|follow up|get back to you|call you|review (?:this|it|"
     r"your)|look into (?:this|it|your)|look at (?:this|it|your)|handle (?:this|it|your)|handle\b"
-    r"|help(?: you)? with (?:this|it|your)|help you|assist you|be with you|take it from here|"
+    r"|help(?: you)? with (?:this|it|your)|help you|help\s*$|assist you|be with you|"
+    r"take it from here|"
     r"investigate|support you|advise you|speak (?:with|to) you|talk (?:with|to) you|walk you "
     r"through|take over)")
+_PASSIVE_HANDOFF = re.compile(
+    r"\b(?:has|have|had|was|were|is being|are being|will be|has now|have now)\s+(?:been\s+)?"
+    r"(?:\w+\s+)?(?:escalated|transferred|referred|forwarded|passed on|passed|handed over|"
+    r"routed|flagged)\b(?P<rest>.*)$")
+_RIGHT_PERSON = re.compile(
+    r"\bthe (?:right|best) (?:person|people|team|place|contact)\b(?:\s+\w+){0,6}?\s+"
+    r"(?:is|are|would be|will be)\s+(?P<rest>.*)$")
 _GOES_TO_HUMAN = re.compile(r"\b(?:this|it|your (?:case|report|request|concern|situation|question)"
                             r")\s+(?:needs|has|ought|should|will need) to (?:go|be escalated|be "
                             r"passed|be referred|be handled)\b")
@@ -441,7 +451,9 @@ def _escalation_in(clause: str, sentence_norm: str) -> str | None:
     if m:
         verb = m.group("verb")
         inherent = verb.startswith(("escalat", "transfer"))
-        targeted = bool(_TARGET.search(" ".join(clause[m.start("verb"):].split()[:12])))
+        after = clause[m.start("verb"):]
+        targeted = bool(_TARGET.search(" ".join(after.split()[:12])) or (
+            re.search(r"\b(?:them|him|her|they)\b", after) and _TARGET.search(sentence_norm)))
         if (inherent or targeted) and not _negated(clause[: m.start("verb")]):
             offer = _OFFER_LEAD.search(clause[: m.start("verb")]) or \
                 sentence_norm.rstrip().endswith("?")
@@ -458,6 +470,14 @@ def _escalation_in(clause: str, sentence_norm: str) -> str | None:
     t = _THIRD_PARTY.search(clause)
     if t and not courtesy and not _negated(clause[: t.end()]):
         return "third_party"
+    p = _PASSIVE_HANDOFF.search(clause)
+    if p and not _negated(clause[: p.start()] + " " + p.group(0)[: p.start("rest") - p.start()]) \
+            and ("escalated" in p.group(0) or _TARGET.search(p.group("rest"))):
+        return "action"
+    r = _RIGHT_PERSON.search(clause)
+    if r and _TARGET.search(" ".join(r.group("rest").split()[:6])) \
+            and not _negated(clause[: r.start("rest")]):
+        return "directive"
     h = _GOES_TO_HUMAN.search(clause)
     if h and not _negated(clause[: h.end()]) and (
             "escalated" in h.group(0) or _TARGET.search(clause[h.end():])):
