@@ -292,6 +292,13 @@ async def in_process_phase(admin_dsn: str, events: list[Any], rate: float,
 # --------------------------------------------------------------------------- phase 2 (Kafka)
 
 
+def _quiet_faststream() -> None:
+    """FastStream logs two INFO lines per batch (set up when the broker starts): keep WARNING."""
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("faststream"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
 async def kafka_phase(admin_dsn: str, bootstrap: str, events: list[Any], rate: float,
                       predicted: dict[str, int]) -> dict[str, Any]:
     """Phase 2: paced events produced to real Kafka, the monitor's FastStream app."""
@@ -332,7 +339,9 @@ async def kafka_phase(admin_dsn: str, bootstrap: str, events: list[Any], rate: f
                     seen = any(r.value == value for recs in batch.values() for r in recs)
             hop.append(time.time() - t)
         await probe.stop()
-        async with TestApp(build_app(settings_for(dsn, kafka))):
+        app = build_app(settings_for(dsn, kafka))
+        async with TestApp(app):
+            _quiet_faststream()
             payloads = [(e.agent_id.encode(), dump_event(e)) for e in events]
             crossing = {i: a for a, i in predicted.items()}
 
@@ -417,7 +426,6 @@ async def memory_phase(admin_dsn: str, agents: int, total: int, slices: int) -> 
 
 async def main(args: argparse.Namespace) -> None:
     """Run every phase and print the figures."""
-    logging.getLogger("faststream").setLevel(logging.WARNING)  # one INFO line per batch
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # new groups: coordinator retries
     admin = os.environ.get("EVALLOOP_TEST_PG_DSN") or start_embedded(
         Path(f"/var/tmp/evalloop-test-{os.getuid()}/pg"))
