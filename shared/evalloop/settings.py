@@ -7,6 +7,7 @@ seed's rule (named in the field's description) or a measured, documented choice.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -113,11 +114,19 @@ class MonitorSettings(BaseModel):
     weekly_seed: int = Field(0, description="base seed of the weekly samples (mixed per agent)")
     schedule_tick_s: float = Field(60.0, description="how often the schedule is checked, s")
 
+
 class TriageSettings(BaseModel):
     """Embedding and clustering. ``model_path`` None = the offline all-MiniLM-L6-v2 package."""
 
+    embedder: Literal["minilm", "openai", "hashing"] = Field(
+        "minilm", description="minilm (offline, default) | openai (any compatible endpoint) | "
+        "hashing (lexical, no model: tests)"
+    )
     model_path: Path | None = None
     embed_batch_size: int = 32
+    openai_model: str = "text-embedding-3-small"
+    openai_dimension: int = 1536
+    openai_base_url: str | None = None
     recluster_every: int = Field(200, description="re-cluster an agent after this many new cases")
     recluster_window_days: int = 30
     seed: int = 7

@@ -1,0 +1,326 @@
+"""Golden-set candidates: confidence, near-duplicate removal, and golden-set coverage.
+
+**Confidence** of a candidate (a negative case) is a weighted sum of four parts, each 0-1
+(DESIGN.md "Triage": signal strength, agreement, cluster size, recency):
+
+- ``signal`` — the case's fused confidence (recorder; e.g. 0.95 for an operator correction).
+- ``agreement`` — ``1 - 0.5 ** (evidence - 1)``: one piece of evidence 0, two 0.5, three 0.75,
+  ...; each further independent signal or rater halves the remaining doubt.
+- ``cluster`` — ``log(1 + size) / log(1 + largest size)`` over the agent's clusters: a failure
+  that recurs in a big topic matters more; log so one huge cluster does not flatten the rest.
+- ``recency`` — ``0.5 ** (age / half_life)``, age = ``now - occurred_at`` (event time, UTC;
+  future times count as age 0). Default half-life 7 days: last week's failure weighs half as
+  much as today's, one from a month ago about a twentieth.
+
+Default weights 0.4 / 0.2 / 0.2 / 0.2 (the evidence itself first; the rest break ties).
+
+**Near-duplicates**: going down the ranking, a candidate is dropped when the cosine similarity
+of its *question* embedding to a question already kept, already in the golden set, or already
+in the review queue is at least ``duplicate_similarity`` (default 0.92). A queue row with the
+same ``key`` (normalised question hash) is the same candidate, not a duplicate.
+
+**Coverage**: a golden case covers the cluster it would join online (highest ``v · centroid``,
+at least ``min_similarity``; :mod:`evalloop.core.clustering`). Clusters no golden case covers
+are reported, largest first.
+
+Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Dropped",
+    "Prior",
+    "RankedCase",
+    "RankingParams",
+    "Selection",
+    "TriageCase",
+    "coverage",
+    "question_key",
+    "score_cases",
+    "select_candidates",
+    "shortlist",
+]
+
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class RankingParams:
+    """Weights (summing to 1) and thresholds of the ranking (module docstring).
+
+    Attributes:
+        weight_signal, weight_agreement, weight_cluster, weight_recency: part weights, >= 0,
+            summing to 1 (so confidence stays 0-1).
+        half_life_days: recency half-life, days (> 0).
+        duplicate_similarity: question cosine similarity at or above which a candidate is a
+            near-duplicate (0-1).
+        per_cluster: at most this many candidates per cluster.
+        max_candidates: at most this many candidates per ranking run (all clusters).
+    """
+
+    weight_signal: float = 0.4
+    weight_agreement: float = 0.2
+    weight_cluster: float = 0.2
+    weight_recency: float = 0.2
+    half_life_days: float = 7.0
+    duplicate_similarity: float = 0.92
+    per_cluster: int = 3
+    max_candidates: int = 200
+
+    def __post_init__(self) -> None:
+        """Reject weights that do not sum to 1 and non-positive sizes (``ValueError``)."""
+        weights = (self.weight_signal, self.weight_agreement, self.weight_cluster,
+                   self.weight_recency)
+        if min(weights) < 0 or not math.isclose(sum(weights), 1.0, abs_tol=1e-9):
+            raise ValueError(f"expected 4 weights >= 0 summing to 1, got {weights}")
+        if self.half_life_days <= 0:
+            raise ValueError(f"half_life_days: expected > 0, got {self.half_life_days}")
+        if self.per_cluster < 1 or self.max_candidates < 1:
+            raise ValueError("per_cluster and max_candidates: expected >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class TriageCase:
+    """What ranking needs of a negative case.
+
+    Attributes:
+        case_id: the case's id (text).
+        cluster_id: its cluster.
+        signal: fused confidence 0-1.
+        evidence: number of evidence events (signals / raters), >= 1.
+        occurred_at: event time (timezone-aware).
+        question: the user's question (cases without one cannot become candidates).
+    """
+
+    case_id: str
+    cluster_id: str
+    signal: float
+    evidence: int
+    occurred_at: datetime
+    question: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RankedCase:
+    """A case with its confidence and the parts it is made of (all 0-1)."""
+
+    case: TriageCase
+    confidence: float
+    signal: float
+    agreement: float
+    cluster: float
+    recency: float
+
+
+def _part_cluster(size: int, largest: int) -> float:
+    if largest <= 0 or size <= 0:
+        return 0.0
+    return math.log1p(size) / math.log1p(largest)
+
+
+def score_cases(
+    cases: Sequence[TriageCase],
+    cluster_sizes: Mapping[str, int],
+    now: datetime,
+    params: RankingParams | None = None,
+) -> list[RankedCase]:
+    """Score every case that has a question (formula: module docstring).
+
+    Args:
+        cases: the agent's cases.
+        cluster_sizes: cluster id -> member count (a missing cluster counts as size 1).
+        now: reference time for recency (UTC; e.g. the agent's newest event time).
+        params: :class:`RankingParams`.
+
+    Returns:
+        Ranked cases, highest confidence first (ties: case id ascending). Cases with no
+        question (or only whitespace) are left out.
+    """
+    p = params or RankingParams()
+    largest = max(cluster_sizes.values(), default=1)
+    out: list[RankedCase] = []
+    for c in cases:
+        if not (c.question and c.question.strip()):
+            continue
+        signal = min(1.0, max(0.0, c.signal))
+        agreement = 1.0 - 0.5 ** (max(1, c.evidence) - 1)
+        cluster = _part_cluster(cluster_sizes.get(c.cluster_id, 1), max(largest, 1))
+        age_days = max(0.0, (now - c.occurred_at).total_seconds() / SECONDS_PER_DAY)
+        recency = 0.5 ** (age_days / p.half_life_days)
+        conf = (p.weight_signal * signal + p.weight_agreement * agreement
+                + p.weight_cluster * cluster + p.weight_recency * recency)
+        out.append(RankedCase(c, min(1.0, max(0.0, conf)), signal, agreement, cluster, recency))
+    out.sort(key=lambda r: (-r.confidence, r.case.case_id))
+    return out
+
+
+def shortlist(ranked: Sequence[RankedCase], per_cluster: int) -> list[RankedCase]:
+    """The first ``per_cluster`` cases of each cluster, keeping the ranking order.
+
+    Use ``per_cluster`` larger than the final count (e.g. 2x) so that near-duplicates dropped
+    later can be replaced; only the shortlist's questions need embedding.
+    """
+    taken: dict[str, int] = {}
+    out: list[RankedCase] = []
+    for r in ranked:
+        n = taken.get(r.case.cluster_id, 0)
+        if n < per_cluster:
+            taken[r.case.cluster_id] = n + 1
+            out.append(r)
+    return out
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def question_key(question: str) -> str:
+    """Idempotency key of a candidate question: sha256 hex of the lower-cased question with
+    whitespace collapsed (so "What is  X?" and "what is x?" are the same candidate)."""
+    norm = _SPACE.sub(" ", question.strip().lower())
+    return hashlib.sha256(norm.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """A question already known: in the golden set or in the review queue.
+
+    Attributes:
+        source: ``"golden"`` or ``"queue"``.
+        ref: its id there (golden case id / candidate id).
+        key: :func:`question_key` of a queue row (``None`` for golden cases): a candidate with
+            the same key is that row itself, not a duplicate of it.
+    """
+
+    source: str
+    ref: str
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A candidate left out: ``reason`` is ``duplicate``, ``in_golden_set``, ``in_queue``,
+    ``cluster_full`` or ``limit``; ``of`` names the case / golden case / queue row it repeats."""
+
+    case_id: str
+    reason: str
+    of: str | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Result of :func:`select_candidates`: ``kept`` in ranking order, and what was dropped."""
+
+    kept: list[RankedCase] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+
+
+def select_candidates(
+    ranked: Sequence[RankedCase],
+    question_vectors: npt.ArrayLike,
+    priors: Sequence[Prior] = (),
+    prior_vectors: npt.ArrayLike | None = None,
+    params: RankingParams | None = None,
+) -> Selection:
+    """Walk the ranking and keep candidates that repeat nothing (module docstring).
+
+    Args:
+        ranked: candidates in ranking order (e.g. a :func:`shortlist`).
+        question_vectors: ``(len(ranked), d)`` unit embeddings of their questions.
+        priors: golden-set / queue questions that block near-duplicates.
+        prior_vectors: ``(len(priors), d)`` their unit embeddings.
+        params: :class:`RankingParams` (``duplicate_similarity``, ``per_cluster``,
+            ``max_candidates``).
+
+    Returns:
+        :class:`Selection`.
+
+    Raises:
+        ValueError: a vector count does not match.
+    """
+    p = params or RankingParams()
+    qv = np.asarray(question_vectors, dtype=np.float64)
+    if qv.ndim != 2 or qv.shape[0] != len(ranked):
+        raise ValueError(f"expected {len(ranked)} question vectors (2-d), got shape {qv.shape}")
+    pv = (np.asarray(prior_vectors, dtype=np.float64) if prior_vectors is not None
+          else np.zeros((0, qv.shape[1])))
+    if pv.ndim != 2 or pv.shape[0] != len(priors) or (priors and pv.shape[1] != qv.shape[1]):
+        raise ValueError(
+            f"expected {len(priors)} prior vectors of dimension {qv.shape[1]}, got shape "
+            f"{pv.shape}"
+        )
+    prior_sims = qv @ pv.T if len(priors) else np.zeros((len(ranked), 0))
+    keys = [question_key(r.case.question or "") for r in ranked]
+    sel = Selection()
+    kept_idx: list[int] = []
+    per: dict[str, int] = {}
+    for i, r in enumerate(ranked):
+        cid = r.case.case_id
+        if per.get(r.case.cluster_id, 0) >= p.per_cluster:
+            sel.dropped.append(Dropped(cid, "cluster_full"))
+            continue
+        blocked: Dropped | None = None
+        for j in np.argsort(-prior_sims[i], kind="stable"):
+            s = float(prior_sims[i, j])
+            if s < p.duplicate_similarity:
+                break
+            pr = priors[j]
+            if pr.key is not None and pr.key == keys[i]:
+                continue  # the queue row of this very question
+            reason = "in_golden_set" if pr.source == "golden" else "in_queue"
+            blocked = Dropped(cid, reason, pr.ref, round(s, 6))
+            break
+        if blocked is None and kept_idx:
+            sims = qv[kept_idx] @ qv[i]
+            j = int(sims.argmax())
+            if float(sims[j]) >= p.duplicate_similarity:
+                blocked = Dropped(cid, "duplicate", ranked[kept_idx[j]].case.case_id,
+                                  round(float(sims[j]), 6))
+        if blocked is not None:
+            sel.dropped.append(blocked)
+            continue
+        if len(kept_idx) >= p.max_candidates:
+            sel.dropped.append(Dropped(cid, "limit"))
+            continue
+        kept_idx.append(i)
+        per[r.case.cluster_id] = per.get(r.case.cluster_id, 0) + 1
+        sel.kept.append(r)
+    return sel
+
+
+def coverage(
+    centroids: npt.ArrayLike,
+    golden_vectors: npt.ArrayLike,
+    min_similarity: float,
+) -> npt.NDArray[np.int64]:
+    """How many golden cases each cluster holds (0 = not covered by the golden set).
+
+    Args:
+        centroids: ``(k, d)`` cluster centroids (mean member unit vectors).
+        golden_vectors: ``(g, d)`` unit embeddings of golden cases, embedded like cases.
+        min_similarity: a golden case joins its best cluster only at or above this.
+
+    Returns:
+        ``(k,)`` int64 count of golden cases per cluster.
+    """
+    c = np.asarray(centroids, dtype=np.float64)
+    g = np.asarray(golden_vectors, dtype=np.float64)
+    counts = np.zeros(c.shape[0], dtype=np.int64)
+    if c.shape[0] == 0 or g.size == 0:
+        return counts
+    sims = g.reshape(-1, c.shape[1]) @ c.T
+    best = sims.argmax(axis=1)
+    ok = sims[np.arange(sims.shape[0]), best] >= min_similarity
+    np.add.at(counts, best[ok], 1)
+    return counts

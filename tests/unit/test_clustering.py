@@ -1,0 +1,154 @@
+"""Clustering core: exact partitions of synthetic blobs, online assignment, id carry-over."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from evalloop.core.clustering import (
+    ClusterParams,
+    assign_online,
+    average_linkage,
+    case_text,
+    centroids_of,
+    match_cluster_ids,
+    recluster,
+)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def _blobs(sizes: list[int], dim: int = 16, noise: float = 0.05, seed: int = 0):
+    """Blob i lies around basis direction e_i; rows shuffled. Returns (x, true blob of row)."""
+    rng = np.random.default_rng(seed)
+    rows, truth = [], []
+    for i, n in enumerate(sizes):
+        base = np.zeros(dim)
+        base[i] = 1.0
+        rows.append(base + rng.normal(0.0, noise, (n, dim)))
+        truth += [i] * n
+    x = _unit(np.vstack(rows))
+    perm = rng.permutation(len(truth))
+    return x[perm], np.array(truth)[perm]
+
+
+def _same_partition(labels: np.ndarray, truth: np.ndarray) -> bool:
+    pairs = set(zip(labels.tolist(), truth.tolist(), strict=True))
+    return len(pairs) == len(set(labels.tolist())) == len(set(truth.tolist()))
+
+
+def test_blobs_are_recovered_exactly_and_numbered_by_size() -> None:
+    x, truth = _blobs([10, 8, 6, 2])
+    c = recluster(x)
+    assert c.k == 4
+    assert c.sizes.tolist() == [10, 8, 6, 2]
+    assert _same_partition(c.labels, truth)
+    # cluster 0 is the 10-blob (blob 0), cluster 3 the pair (blob 3): too far to merge
+    assert set(c.labels[truth == 0].tolist()) == {0}
+    assert set(c.labels[truth == 3].tolist()) == {3}
+    assert c.centroids.shape == (4, 16)
+    assert np.allclose(c.centroids[0], x[truth == 0].mean(axis=0), atol=1e-6)
+
+
+def test_sampling_rounds_give_the_same_partition() -> None:
+    x, truth = _blobs([40, 30, 20, 10], seed=3)
+    c = recluster(x, ClusterParams(sample_size=12, seed=5))
+    assert c.sizes.tolist() == [40, 30, 20, 10]
+    assert _same_partition(c.labels, truth)
+
+
+def test_recluster_is_deterministic_for_a_seed() -> None:
+    x, _ = _blobs([25, 25, 25], noise=0.3, seed=9)
+    p = ClusterParams(sample_size=20, seed=11)
+    a, b = recluster(x, p), recluster(x, p)
+    assert a.labels.tolist() == b.labels.tolist()
+    assert np.array_equal(a.centroids, b.centroids)
+
+
+def test_small_cluster_joins_a_near_larger_one() -> None:
+    # 5 copies of e0 and 2 copies of u = 0.6 e0 + 0.8 e1: average-linkage distance 0.4 > 0.35,
+    # so linkage keeps them apart; the pair (size 2 < 3) has average similarity 0.6 >= 0.5.
+    e0, u = np.array([1.0, 0.0]), np.array([0.6, 0.8])
+    x = np.array([e0] * 5 + [u] * 2, dtype=np.float32)
+    assert sorted(np.bincount(average_linkage(x, 0.35)).tolist()) == [2, 5]
+    c = recluster(x)
+    assert c.k == 1 and c.sizes.tolist() == [7]
+    # with a higher bar for the join the pair stays on its own
+    c2 = recluster(x, ClusterParams(merge_similarity=0.61))
+    assert c2.sizes.tolist() == [5, 2]
+    assert c2.labels.tolist() == [0, 0, 0, 0, 0, 1, 1]
+
+
+def test_average_linkage_cut() -> None:
+    x = np.array([[1, 0], [1, 0], [0, 1]], dtype=np.float32)
+    labels = average_linkage(x, 0.35)
+    assert labels[0] == labels[1] != labels[2]
+    assert average_linkage(x[:1], 0.35).tolist() == [0]
+    # at a cut of 1.5 the orthogonal point (distance 1) merges too
+    assert len(set(average_linkage(x, 1.5).tolist())) == 1
+
+
+def test_single_vector_and_bad_input() -> None:
+    c = recluster(np.array([[0.0, 1.0]], dtype=np.float32))
+    assert c.labels.tolist() == [0] and c.sizes.tolist() == [1]
+    with pytest.raises(ValueError, match="at least one vector"):
+        recluster(np.zeros((0, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"\(n, d\) array"):
+        recluster(np.zeros(4, dtype=np.float32))
+    with pytest.raises(ValueError, match="threshold"):
+        ClusterParams(threshold=0.0)
+
+
+def test_assign_online_exact() -> None:
+    cents = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    x = np.array([[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0], [-1.0, 0.0]], dtype=np.float32)
+    out = assign_online(x, cents, [1, 1], min_similarity=0.65)
+    # [0.6, 0.8]: similarity 0.6 to cluster 0 and 0.8 to cluster 1 -> cluster 1
+    assert out.assignments.tolist() == [0, 1, 2, 2]
+    assert out.sizes.tolist() == [2, 2, 2]
+    assert np.allclose(out.centroids, [[1.0, 0.0], [0.3, 0.9], [-1.0, 0.0]])
+    assert np.allclose(out.similarities, [1.0, 0.8, 1.0, 1.0])
+    # the inputs are not modified
+    assert cents.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_assign_online_from_nothing_and_shape_errors() -> None:
+    x = np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
+    out = assign_online(x, np.zeros((0, 2), dtype=np.float32), [], min_similarity=0.65)
+    assert out.assignments.tolist() == [0, 0, 1]
+    assert out.sizes.tolist() == [2, 1]
+    with pytest.raises(ValueError, match="expected centroids"):
+        assign_online(x, np.zeros((2, 3), dtype=np.float32), [1, 1], 0.65)
+
+
+def test_centroids_of() -> None:
+    x = np.array([[1, 0], [0, 1], [1, 0]], dtype=np.float32)
+    cents, sizes = centroids_of(x, np.array([0, 1, 0]), 3)
+    assert sizes.tolist() == [2, 1, 0]
+    assert cents.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
+
+
+def test_match_cluster_ids_by_overlap() -> None:
+    previous = ["c1", "c1", "c1", "c2", "c2", None, "c3"]
+    labels = np.array([0, 0, 1, 1, 1, 2, 1])
+    fresh = (f"c{i}" for i in itertools.count(10))
+    # new 1 shares 2 rows with c2 (and 1 with c1, 1 with c3); new 0 shares 2 with c1 -> the
+    # (2, c1) and (2, c2) ties resolve by new index; new 2 has no history -> fresh id
+    assert match_cluster_ids(previous, labels, fresh) == ["c1", "c2", "c10"]
+
+
+def test_match_cluster_ids_uses_each_old_id_once() -> None:
+    fresh = (f"c{i}" for i in itertools.count(5))
+    assert match_cluster_ids(["c1", "c1", "c1"], np.array([0, 1, 1]), fresh) == ["c5", "c1"]
+    with pytest.raises(ValueError, match="expected 2 previous ids"):
+        match_cluster_ids(["c1"], np.array([0, 1]), fresh)
+
+
+def test_case_text_order_and_missing_parts() -> None:
+    assert case_text("Q?", "the answer", "too vague") == "Q?\ntoo vague\nthe answer"
+    assert case_text(None, "the answer", None) == "the answer"
+    assert case_text("  ", None, "c") == "c"
+    assert case_text(None, None, None) == ""
