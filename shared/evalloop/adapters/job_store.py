@@ -11,7 +11,8 @@ Exactly-once-ish execution of re-evaluation jobs on at-least-once delivery:
 * :func:`finish` runs inside the transaction that stores the run, after :func:`lock_claim`
   re-checked (``FOR UPDATE``) that this worker still owns the job: a worker that lost its claim
   (it stalled past the lease and another took over) stores nothing, so a job finishes once.
-* :func:`due_jobs` / :func:`give_up_exhausted` are the periodic sweep.
+* :func:`due_jobs` / :func:`give_up_exhausted` are the periodic sweep; :func:`release` hands a
+  job back on a graceful shutdown.
 
 All times are the database's ``now()`` (one clock for every worker). asyncpg errors become
 :class:`evalloop.errors.StorageError`.
@@ -40,6 +41,7 @@ __all__ = [
     "lock_claim",
     "pin_version",
     "record_request",
+    "release",
 ]
 
 
@@ -271,3 +273,24 @@ async def give_up_exhausted(
             float(lease_s), max_attempts,
         )
     return [(r["job_id"], r["agent_id"], r["golden_set_version_id"]) for r in rows]
+
+
+async def release(pool: asyncpg.Pool, job_id: UUID, worker: str) -> bool:
+    """Hand a running job back (graceful shutdown): ``requested`` again, this claim not counted
+    as an attempt. Returns ``False`` when ``worker`` did not own it.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with _storage("release"):
+        row = await pool.fetchval(
+            """
+            UPDATE reeval_jobs
+               SET status = 'requested', claimed_by = NULL, claimed_at = NULL,
+                   heartbeat_at = NULL, attempts = greatest(attempts - 1, 0)
+             WHERE job_id = $1 AND claimed_by = $2 AND status = 'running'
+            RETURNING 1
+            """,
+            job_id, worker,
+        )
+    return row is not None

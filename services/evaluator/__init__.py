@@ -1,0 +1,1 @@
+"""The evaluator service: runs re-evaluation jobs against the agent (``reeval.requested.v1``)."""
