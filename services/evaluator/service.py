@@ -39,7 +39,7 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from uuid import UUID
 
 from evalloop.adapters import job_store
@@ -93,7 +93,7 @@ def run_id_for(job_id: UUID) -> UUID:
 
 @dataclass(frozen=True, slots=True)
 class _Outcome:
-    status: str
+    status: Literal["succeeded", "failed"]
     run: EvalRun | None
     result: dict[str, Any]
     error: str | None
@@ -231,7 +231,7 @@ class EvaluatorService(Service):
                 summary={"status": "failed", "attempts": self.cfg.max_attempts},
                 error=f"gave up after {self.cfg.max_attempts} attempts",
             ))
-        due = await job_store.due_jobs(
+        due: list[UUID] = await job_store.due_jobs(
             self.deps.pool, lease_s=self.cfg.lease_s, grace_s=self.cfg.request_grace_s,
             max_attempts=self.cfg.max_attempts,
         )
@@ -282,7 +282,7 @@ class EvaluatorService(Service):
         self.completed += 1
         message = ReevalCompleted(
             job_id=job_id, run_id=outcome.run.run_id if outcome.run else None,
-            agent_id=claimed.request.agent_id, status=outcome.status,  # type: ignore[arg-type]
+            agent_id=claimed.request.agent_id, status=outcome.status,
             golden_set_version_id=outcome.version_id, finished_at=utc_now(),
             summary=outcome.result, error=outcome.error,
         )
@@ -362,11 +362,12 @@ class EvaluatorService(Service):
                 return False
             if outcome.run is not None:
                 await golden.store_run(conn, outcome.run)
-            return await job_store.finish(
+            finished: bool = await job_store.finish(
                 conn, job_id, self.worker_id, status=outcome.status,
                 run_id=outcome.run.run_id if outcome.run else None,
                 result=outcome.result, error=outcome.error,
             )
+            return finished
 
     async def _with_heartbeat(self, job_id: UUID, work: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``work()`` while heartbeating the claim every ``heartbeat_s``; ``None`` when
