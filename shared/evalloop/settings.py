@@ -116,21 +116,56 @@ class MonitorSettings(BaseModel):
 
 
 class TriageSettings(BaseModel):
-    """Embedding and clustering. ``model_path`` None = the offline all-MiniLM-L6-v2 package."""
+    """Embedding, clustering and candidate ranking (``services/triage``; ``evalloop.core``).
+
+    ``model_path`` None = the offline all-MiniLM-L6-v2 package. Clustering defaults were chosen
+    on FeedbackQA negatives (``evalloop.core.clustering``); ratios are 0-1, times in seconds.
+    """
 
     embedder: Literal["minilm", "openai", "hashing"] = Field(
-        "minilm", description="minilm (offline, default) | openai (any compatible endpoint) | "
-        "hashing (lexical, no model: tests)"
+        default="minilm",
+        description="minilm (offline, default) | openai (any compatible endpoint) | "
+        "hashing (lexical, no model: tests)",
     )
     model_path: Path | None = None
     embed_batch_size: int = 32
     openai_model: str = "text-embedding-3-small"
     openai_dimension: int = 1536
     openai_base_url: str | None = None
-    recluster_every: int = Field(200, description="re-cluster an agent after this many new cases")
-    recluster_window_days: int = 30
+    recluster_every: int = Field(
+        default=200, description="re-cluster an agent after this many new cases"
+    )
+    recluster_interval_s: float = Field(
+        default=300.0,
+        description="also re-cluster an agent with new cases once its last run is this old, "
+        "seconds (so a quiet agent's cases still reach the queue)",
+    )
+    recluster_check_s: float = Field(default=30.0, description="how often that is checked, s")
+    recluster_window_days: int = Field(
+        default=30, description="re-cluster the cases of this many days before the newest one"
+    )
+    max_recluster_cases: int = Field(default=50_000, description="newest cases re-clustered")
     seed: int = 7
     candidates_per_cluster: int = 3
+    max_candidates: int = Field(default=200, description="candidates per ranking run at most")
+    cluster_threshold: float = Field(
+        default=0.35,
+        description="average-linkage cosine-distance cut; online joins need an average "
+        "similarity >= 1 - this",
+    )
+    min_cluster_size: int = 3
+    merge_similarity: float = 0.5
+    cluster_sample_size: int = Field(default=4000, description="points per linkage (~n^2 memory)")
+    coverage_similarity: float = Field(
+        default=0.5,
+        description="a golden case (question + expected answer) covers its nearest cluster at "
+        "or above this average similarity",
+    )
+    duplicate_similarity: float = Field(
+        default=0.92, description="question cosine at/above which a candidate is a duplicate"
+    )
+    recency_half_life_days: float = 7.0
+    label_terms: int = Field(default=4, description="terms per cluster label (DESIGN: 3-5)")
 
 
 class AgentEndpoint(BaseModel):
