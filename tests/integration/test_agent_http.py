@@ -54,7 +54,9 @@ async def test_each_format_carries_the_same_reply(agent_url: str) -> None:
         text = generic["response"]
         assert "7 working days of marriage leave" in text
         assert generic["context_chunks"][0]["id"] == EXPECTED_CHUNK
-        assert generic["agent_version"] == "reference-hr-v3"
+        assert (generic["agent_version"], generic["model_version"],
+                generic["prompt_version"]) == ("reference-hr-v3", "evalloop-tfidf-top3",
+                                               "policy-v3")
 
         r = await client.post("/?format=openai", json=_body(QUESTION))
         assert r.json()["choices"][0]["message"] == {"role": "assistant", "content": text}
@@ -126,7 +128,8 @@ async def test_healthz(agent_url: str) -> None:
     async with httpx.AsyncClient(base_url=agent_url) as client:
         r = await client.get("/healthz")
     assert r.json() == {"status": "ok", "kb": "hr", "chunks": 222,
-                        "agent_version": "reference-hr-v3", "weak": False}
+                        "agent_version": "reference-hr-v3", "model_version": "evalloop-tfidf-top3",
+                        "prompt_version": "policy-v3", "weak": False}
 
 
 # -- retrieval quality on the hr-policy-qa question sets ----------------------------------------
@@ -240,3 +243,33 @@ async def test_weak_agent_regresses(agent_url: str, weak_url: str) -> None:
         assert "report the situation to their supervisor" in strong
         assert not any(c["id"].startswith("hr-procedures/") for c in weak["context_chunks"])
         assert len(weak["context_chunks"]) == 1
+
+
+@pytest.mark.skipif(shared_data_dir() is None, reason="needs ../shared/data (feedbackqa)")
+@pytest.mark.parametrize(("full", "n", "top1_bar", "top3_bar"), [
+    # measured: full KB (226 passages) 0.546 / 0.743; shipped subset (60) 0.705 / 0.864
+    (True, 183, 0.52, 0.72),
+    (False, 88, 0.68, 0.84),
+])
+async def test_feedbackqa_who_retrieval(full: bool, n: int, top1_bar: float,
+                                        top3_bar: float) -> None:
+    data = shared_data_dir()
+    assert data is not None
+    examples = json.loads((data / "feedbackqa" / "faq_base" / "WHO_test.json")
+                          .read_text(encoding="utf-8"))["examples"]
+    async with serve_agent(AgentConfig(kb="feedbackqa-who", full_kb=full)) as url, \
+            httpx.AsyncClient(base_url=url) as client:
+        ids = {c.id for c in load_kb("feedbackqa-who", full=full)}
+        labelled = [(e["question"], f"feedbackqa-who/{e['passage_id']}") for e in examples]
+        labelled = [(q, g) for q, g in labelled if g in ids]
+        assert len(labelled) == n
+        top1 = top3 = 0
+        for question, gold in labelled:
+            got = [c["id"] for c in (await client.post("/", json=_body(question))).json()
+                   ["context_chunks"]]
+            top1 += got[:1] == [gold]
+            top3 += gold in got
+    print(f"feedbackqa-who ({'full' if full else 'subset'}): n={n} "
+          f"top-1={top1 / n:.3f} top-3={top3 / n:.3f}")
+    assert top1 / n >= top1_bar
+    assert top3 / n >= top3_bar

@@ -115,8 +115,14 @@ class AgentConfig:
         return f"reference-{self.kb}-{'weak-v1' if self.weak else 'v3'}"
 
     @property
+    def prompt_version(self) -> str:
+        """Version of the request policy and reply templates (``agent_changed``: system prompt)."""
+        return "policy-weak-v1" if self.weak else "policy-v3"
+
+    @property
     def model(self) -> str:
-        """The "model" name reported in OpenAI/Anthropic-style replies."""
+        """The "model" name reported in OpenAI/Anthropic-style replies (``agent_changed``:
+        model version)."""
         return "evalloop-tfidf-top1" if self.weak else "evalloop-tfidf-top3"
 
 

@@ -7,8 +7,9 @@
 - ``json``: a generic object ``{"response": ...}``;
 - ``text``: the reply as ``text/plain``.
 
-Every JSON format carries ``context_chunks`` (``[{"id", "text", "source"}]``, the retrieved
-passages, the shape of :class:`evalloop.events.ContextChunk`) and ``agent_version``; the SSE
+Every JSON format carries ``context_chunks`` (``[{"id", "text", "source", "score"}]``, the
+retrieved passages) and :func:`versions` (``agent_version``, ``model_version``,
+``prompt_version``); the SSE
 stream carries them on its last data chunk; plain text in the ``X-Context-Chunks`` header (ids).
 """
 
@@ -22,7 +23,7 @@ from typing import Any, Literal, get_args
 
 from evalloop.agent.agent import AgentConfig, Reply
 
-__all__ = ["FORMATS", "Format", "context_chunks", "render_json", "sse_events"]
+__all__ = ["FORMATS", "Format", "context_chunks", "render_json", "sse_events", "versions"]
 
 Format = Literal["openai", "openai-sse", "anthropic", "json", "text"]
 FORMATS: tuple[str, ...] = get_args(Format)
@@ -39,6 +40,13 @@ def context_chunks(reply: Reply) -> list[dict[str, Any]]:
     ]
 
 
+def versions(config: AgentConfig) -> dict[str, str]:
+    """``agent_version``, ``model_version`` and ``prompt_version`` of the serving agent (the
+    fields an ``agent_response`` / ``agent_changed`` event carries)."""
+    return {"agent_version": config.version, "model_version": config.model,
+            "prompt_version": config.prompt_version}
+
+
 def _tokens(text: str) -> int:
     return len(text.split())
 
@@ -49,7 +57,7 @@ def render_json(fmt: Format, reply: Reply, config: AgentConfig, prompt: str) -> 
     Raises:
         ValueError: ``fmt`` is not a JSON format.
     """
-    extra = {"context_chunks": context_chunks(reply), "agent_version": config.version}
+    extra = {"context_chunks": context_chunks(reply), **versions(config)}
     if fmt == "openai":
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -104,7 +112,5 @@ def sse_events(reply: Reply, config: AgentConfig) -> Iterator[str]:
     for i in range(0, len(words), _SSE_WORDS):
         piece = " ".join(words[i : i + _SSE_WORDS])
         yield event({"content": piece if i == 0 else " " + piece})
-    yield event(
-        {}, "stop", context_chunks=context_chunks(reply), agent_version=config.version
-    )
+    yield event({}, "stop", context_chunks=context_chunks(reply), **versions(config))
     yield "data: [DONE]\n\n"

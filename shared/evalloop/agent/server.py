@@ -5,7 +5,8 @@ Endpoints:
 - ``POST /`` (also ``/chat``, ``/v1/chat/completions``, ``/v1/messages``): body
   ``{"messages": [{"role": "user", "content": "..."}]}`` (seed 003's contract; ``content`` may
   also be a list of ``{"type": "text", "text": ...}`` blocks). The last user message is answered.
-- ``GET /healthz``: ``{"status": "ok", "kb", "chunks", "agent_version", "weak"}``.
+- ``GET /healthz``: ``{"status": "ok", "kb", "chunks", "agent_version", "model_version",
+  "prompt_version", "weak"}``.
 
 The reply format is chosen per request, first match wins: ``?format=<name>``; the path
 (``/v1/chat/completions`` -> ``openai``, or ``openai-sse`` with ``"stream": true``;
@@ -30,7 +31,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from evalloop.agent.agent import AgentConfig, ReferenceAgent, Reply
-from evalloop.agent.formats import FORMATS, Format, render_json, sse_events
+from evalloop.agent.formats import FORMATS, Format, render_json, sse_events, versions
 
 __all__ = ["BadRequest", "build_agent_app", "extract_question", "serve_agent"]
 
@@ -148,7 +149,7 @@ def build_agent_app(
     async def healthz(request: Request) -> Response:
         return JSONResponse({
             "status": "ok", "kb": config.kb, "chunks": len(agent.chunks),
-            "agent_version": config.version, "weak": config.weak,
+            **versions(config), "weak": config.weak,
         })
 
     chat_methods = ["POST"]
