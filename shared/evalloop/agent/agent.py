@@ -163,10 +163,14 @@ class ReferenceAgent:
         if decision.action == "refuse":
             return Reply(_REFUSALS[decision.reason], decision)
         if decision.action == "escalate":
-            # Retrieval still runs: the handoff carries the relevant policy to the advisor.
+            # Retrieval still runs: the hand-off names the relevant policy (not for a crisis,
+            # where a policy pointer would be out of place).
             hits = [h for h in self.retriever.search(question, self.config.top_k)
                     if h.score >= MIN_SCORE]
-            return Reply(_ESCALATIONS[decision.reason], decision, *_unzip(hits))
+            text = _ESCALATIONS[decision.reason]
+            if hits and decision.reason not in ("self_harm", "threat_of_violence"):
+                text += f" For reference, the relevant policy is {hits[0].chunk.title}."
+            return Reply(text, decision, *_unzip(hits))
         hits = self.retriever.search(question, self.config.top_k)
         if not hits or hits[0].score < MIN_SCORE:
             # Nothing relevant: say so, and still show what was looked at.
@@ -198,7 +202,9 @@ class ReferenceAgent:
         sims = self.retriever.similarity(question, [c[2] for c in candidates])
         best = sorted(np.argsort(-sims, kind="stable")[: self.config.max_sentences])
         picked = [candidates[i] for i in best if sims[i] > 0] or [candidates[0]]
-        body = " ".join(s for _, _, s in sorted(picked))
+        body = " ".join(s for _, _, s in sorted(picked)).rstrip()
+        if body[-1:] not in ".!?":
+            body += "."  # a quoted table row or list item: close the sentence
         title = hits[0].chunk.title
         return f"According to the policy ({title}): {body}"
 
