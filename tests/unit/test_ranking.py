@@ -72,10 +72,20 @@ def test_ties_break_by_case_id_and_custom_params() -> None:
 
 def test_shortlist_keeps_order_per_cluster() -> None:
     ranked = score_cases(
-        [_case(f"x{i}", "c1" if i % 2 else "c2", 0.9 - i / 100) for i in range(6)],
+        [_case(f"x{i}", "c1" if i % 2 else "c2", 0.9 - i / 100, question=f"q{i}")
+         for i in range(6)],
         {"c1": 3, "c2": 3}, NOW,
     )
     assert [r.case.case_id for r in shortlist(ranked, 2)] == ["x0", "x1", "x2", "x3"]
+
+
+def test_shortlist_skips_repeated_questions() -> None:
+    ranked = score_cases(
+        [_case("a", "c1", 0.9, question="Refund?"), _case("b", "c1", 0.8, question=" refund? "),
+         _case("c", "c2", 0.7, question="REFUND?"), _case("d", "c1", 0.6, question="Seat?")],
+        {"c1": 3, "c2": 1}, NOW,
+    )
+    assert [r.case.case_id for r in shortlist(ranked, 2)] == ["a", "d"]
 
 
 def test_question_key_normalises_case_and_space() -> None:

@@ -77,7 +77,8 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     if arr.ndim != 2:
         raise EmbeddingError(f"expected a 2-d array of embeddings, got shape {arr.shape}")
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    return np.divide(arr, norms, out=np.zeros_like(arr), where=norms > 0)
+    out: np.ndarray = np.divide(arr, norms, out=np.zeros_like(arr), where=norms > 0)
+    return out
 
 
 async def embed(embedder: Embedder, texts: list[str]) -> np.ndarray:
@@ -145,7 +146,10 @@ class MiniLMEmbedder:
         getdim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
-        self.dimension = int(getdim())
+        dim = getdim()
+        if not isinstance(dim, int):
+            raise EmbeddingError(f"model at {model_path} reports no embedding dimension")
+        self.dimension = dim
         self.name = f"minilm:{Path(model_path).name}"
         self.batch_size = batch_size
         self._lock = threading.Lock()

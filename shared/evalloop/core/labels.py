@@ -24,11 +24,11 @@ __all__ = ["STOP_WORDS", "ClusterLabel", "label_clusters", "tokenize"]
 
 K = TypeVar("K", bound=Hashable)
 
-#: scikit-learn's English stop list (318 words) plus contractions' leftovers and rater filler
-#: that the tokenizer produces ("doesn", "isn", ...), which are never topical.
+#: scikit-learn's English stop list (318 words) plus auxiliaries it lacks and the leftovers of
+#: contractions that the tokenizer produces ("doesn", "isn", ...): never topical.
 STOP_WORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS) | frozenset(
-    {"doesn", "don", "isn", "aren", "wasn", "weren", "didn", "won", "wouldn", "shouldn",
-     "couldn", "hasn", "haven", "ll", "ve", "re"}
+    {"did", "does", "doing", "doesn", "don", "isn", "aren", "wasn", "weren", "didn", "won",
+     "wouldn", "shouldn", "couldn", "hasn", "haven", "ll", "ve", "re"}
 )
 
 _TOKEN = re.compile(r"[a-z][a-z0-9]+(?:-[a-z0-9]+)*")

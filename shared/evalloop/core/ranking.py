@@ -166,18 +166,26 @@ def score_cases(
 
 
 def shortlist(ranked: Sequence[RankedCase], per_cluster: int) -> list[RankedCase]:
-    """The first ``per_cluster`` cases of each cluster, keeping the ranking order.
+    """The first ``per_cluster`` cases of each cluster with distinct questions, in ranking order.
 
-    Use ``per_cluster`` larger than the final count (e.g. 2x) so that near-duplicates dropped
-    later can be replaced; only the shortlist's questions need embedding.
+    A case whose :func:`question_key` was already taken (the same question asked again, in any
+    cluster) is skipped: one question is one candidate. Use ``per_cluster`` larger than the
+    final count (e.g. 3x) so that near-duplicates dropped later can be replaced; only the
+    shortlist's questions need embedding.
     """
     taken: dict[str, int] = {}
+    keys: set[str] = set()
     out: list[RankedCase] = []
     for r in ranked:
         n = taken.get(r.case.cluster_id, 0)
-        if n < per_cluster:
-            taken[r.case.cluster_id] = n + 1
-            out.append(r)
+        if n >= per_cluster:
+            continue
+        key = question_key(r.case.question or "")
+        if key in keys:
+            continue
+        keys.add(key)
+        taken[r.case.cluster_id] = n + 1
+        out.append(r)
     return out
 
 

@@ -1,0 +1,1 @@
+"""Triage service: embed negative cases, cluster them by topic, queue golden-set candidates."""

@@ -1,0 +1,297 @@
+"""Re-clustering one agent: cluster, label, check golden-set coverage, rank, queue candidates.
+
+Runs on one connection holding the agent's advisory lock (online ingest of the same agent waits):
+
+1. load the agent's cases of the last ``recluster_window_days`` (event time, newest case as
+   "now"), at most ``max_recluster_cases``;
+2. :func:`evalloop.core.clustering.recluster` (in a worker thread), carry cluster ids over by
+   member overlap, label each cluster by c-TF-IDF of its cases' question + rater comment (the
+   answer passage would name the agent's retrieval, not the users' topic);
+3. golden coverage: each golden case (question + expected answer, embedded like a case) covers
+   the cluster it would join;
+4. rank (:mod:`evalloop.core.ranking`), embed the shortlisted questions (cached in
+   ``triage_cases.question_embedding``), drop near-duplicates of each other, of golden cases and
+   of queue rows; upsert the kept candidates (idempotent on the question key);
+5. one transaction writes cluster ids, clusters, candidates and resets the agent's counter.
+
+The caller publishes ``golden.candidate.proposed.v1`` from the queue's outbox afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+from evalloop.adapters.embedder import Embedder, embed
+from evalloop.adapters.triage_store import (
+    ClusterRow,
+    GoldenCase,
+    QueueRow,
+    agent_lock,
+    case_details,
+    golden_cases,
+    load_recluster_input,
+    lock_agent_state,
+    queue_priors,
+    replace_clusters,
+    save_agent_state,
+    set_case_clusters,
+    set_question_embeddings,
+    store_errors,
+    upsert_candidates,
+)
+from evalloop.core.clustering import ClusterParams, case_text, match_cluster_ids, recluster
+from evalloop.core.labels import label_clusters
+from evalloop.core.ranking import (
+    Prior,
+    RankingParams,
+    TriageCase,
+    coverage,
+    question_key,
+    score_cases,
+    select_candidates,
+    shortlist,
+)
+from evalloop.settings import TriageSettings
+
+__all__ = [
+    "CANDIDATE_NAMESPACE",
+    "GoldenCache",
+    "ReclusterReport",
+    "candidate_id",
+    "cluster_params",
+    "ranking_params",
+    "recluster_agent",
+]
+
+log = logging.getLogger(__name__)
+
+#: UUIDv5 namespace of candidate ids: ``uuid5(CANDIDATE_NAMESPACE, agent_id + "\n" + key)``.
+CANDIDATE_NAMESPACE = uuid.UUID("6f1f5c1e-7a4e-5b7a-9d61-2f0f7a3c9e11")
+
+
+def candidate_id(agent_id: str, key: str) -> UUID:
+    """Deterministic candidate id of an agent's question key (re-proposing = same row)."""
+    return uuid.uuid5(CANDIDATE_NAMESPACE, f"{agent_id}\n{key}")
+
+
+def cluster_params(cfg: TriageSettings) -> ClusterParams:
+    """:class:`ClusterParams` from ``settings.triage``."""
+    return ClusterParams(
+        threshold=cfg.cluster_threshold, min_cluster_size=cfg.min_cluster_size,
+        merge_similarity=cfg.merge_similarity, sample_size=cfg.cluster_sample_size,
+        seed=cfg.seed,
+    )
+
+
+def ranking_params(cfg: TriageSettings) -> RankingParams:
+    """:class:`RankingParams` from ``settings.triage`` (weights: the module defaults)."""
+    return RankingParams(
+        half_life_days=cfg.recency_half_life_days,
+        duplicate_similarity=cfg.duplicate_similarity,
+        per_cluster=cfg.candidates_per_cluster, max_candidates=cfg.max_candidates,
+    )
+
+
+@dataclass
+class GoldenCache:
+    """Embeddings of golden cases by (model, case id, text), kept across runs in memory.
+
+    ``case`` vectors embed question + expected answer (coverage); ``question`` vectors the
+    question alone (near-duplicates).
+    """
+
+    vectors: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
+
+    async def get(
+        self, embedder: Embedder, cases: list[GoldenCase]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(case vectors (g, d), question vectors (g, d))`` of ``cases``, embedding the
+        ones not cached yet."""
+        keys = [(embedder.name, c.case_id, f"{c.question}\0{c.expected_answer}") for c in cases]
+        missing = [i for i, k in enumerate(keys) if k not in self.vectors]
+        if missing:
+            texts = [case_text(cases[i].question, cases[i].expected_answer, None)
+                     for i in missing]
+            both = await embed(embedder, texts + [cases[i].question for i in missing])
+            for j, i in enumerate(missing):
+                self.vectors[keys[i]] = (both[j], both[len(missing) + j])
+        dim = embedder.dimension
+        if not cases:
+            return np.zeros((0, dim), np.float32), np.zeros((0, dim), np.float32)
+        return (np.stack([self.vectors[k][0] for k in keys]),
+                np.stack([self.vectors[k][1] for k in keys]))
+
+
+@dataclass
+class ReclusterReport:
+    """What one re-clustering did.
+
+    Attributes:
+        agent_id: the agent.
+        cases: cases clustered.
+        clusters: clusters found.
+        uncovered: ids of clusters no golden case covers, largest first.
+        kept: candidates written or refreshed this run.
+        new_candidates: ids of candidates inserted this run.
+        dropped: reason -> count of shortlisted cases left out.
+        seconds: phase -> wall seconds (load, cluster, label, rank, write).
+    """
+
+    agent_id: str
+    cases: int = 0
+    clusters: int = 0
+    uncovered: list[str] = field(default_factory=list)
+    kept: int = 0
+    new_candidates: list[UUID] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _valid_vector(blob: bytes | None, dim: int) -> np.ndarray | None:
+    if blob is None or len(blob) != 4 * dim:
+        return None
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+async def recluster_agent(
+    pool: asyncpg.Pool,
+    embedder: Embedder,
+    cfg: TriageSettings,
+    agent_id: str,
+    golden_cache: GoldenCache | None = None,
+) -> ReclusterReport:
+    """Re-cluster, relabel and re-rank one agent (module docstring).
+
+    Raises:
+        EmbeddingError: embedding questions / golden cases failed (nothing written).
+        StorageError: PostgreSQL failed (the write transaction rolled back).
+    """
+    report = ReclusterReport(agent_id)
+    cache = golden_cache or GoldenCache()
+    t0 = time.perf_counter()
+    with store_errors(f"re-clustering {agent_id}"):
+        async with pool.acquire() as conn, agent_lock(conn, agent_id):
+            data = await load_recluster_input(
+                conn, agent_id, model=embedder.name, window_days=cfg.recluster_window_days,
+                limit=cfg.max_recluster_cases,
+            )
+            report.cases = len(data)
+            t1 = time.perf_counter()
+            report.seconds["load"] = t1 - t0
+            if not len(data):
+                async with conn.transaction():
+                    state = await lock_agent_state(conn, agent_id)
+                    state.new_cases = 0
+                    await save_agent_state(conn, state, reclustered=True)
+                return report
+            result = await asyncio.to_thread(recluster, data.embeddings, cluster_params(cfg))
+            report.clusters = result.k
+            t2 = time.perf_counter()
+            report.seconds["cluster"] = t2 - t1
+
+            docs: dict[int, list[str]] = {i: [] for i in range(result.k)}
+            for q, c, lab in zip(data.questions, data.comments, result.labels.tolist(),
+                                 strict=True):
+                docs[lab].append(f"{q or ''}\n{c or ''}")
+            labels = await asyncio.to_thread(label_clusters, docs, n_terms=cfg.label_terms)
+            t3 = time.perf_counter()
+            report.seconds["label"] = t3 - t2
+
+            golden = await golden_cases(conn, agent_id)
+            g_case, g_question = await cache.get(embedder, golden)
+            cov = coverage(result.centroids, g_case, cfg.coverage_similarity)
+
+            rp = ranking_params(cfg)
+            row_of = {cid: i for i, cid in enumerate(data.case_ids)}
+            cases = [
+                TriageCase(str(cid), str(lab), conf, ev, occ, q)
+                for cid, lab, conf, ev, occ, q in zip(
+                    data.case_ids, result.labels.tolist(), data.confidences, data.evidence,
+                    data.occurred_at, data.questions, strict=True)
+            ]
+            sizes = {str(i): int(s) for i, s in enumerate(result.sizes.tolist())}
+            short = shortlist(score_cases(cases, sizes, max(data.occurred_at), rp),
+                              3 * rp.per_cluster)
+            dim = embedder.dimension
+            rows = [row_of[UUID(r.case.case_id)] for r in short]
+            cached = [_valid_vector(data.question_embeddings[i], dim) for i in rows]
+            need = [j for j, v in enumerate(cached) if v is None]
+            fresh_q = await embed(embedder, [short[j].case.question or "" for j in need])
+            for j, v in zip(need, fresh_q, strict=True):
+                cached[j] = v
+            qv = (np.stack([v for v in cached if v is not None]) if cached
+                  else np.zeros((0, dim), np.float32))
+
+            queue = await queue_priors(conn, agent_id)
+            q_vecs = [_valid_vector(r["question_embedding"], dim) for r in queue]
+            q_need = [j for j, v in enumerate(q_vecs) if v is None]
+            q_fresh = await embed(embedder, [queue[j]["question"] for j in q_need])
+            for j, v in zip(q_need, q_fresh, strict=True):
+                q_vecs[j] = v
+            priors = [Prior("golden", g.case_id) for g in golden] + [
+                Prior("queue", str(r["candidate_id"]), r["question_key"]) for r in queue]
+            pv = np.vstack([g_question.reshape(-1, dim)] + [v[None, :] for v in q_vecs
+                                                            if v is not None])
+            sel = select_candidates(short, qv, priors, pv, rp)
+            report.kept = len(sel.kept)
+            report.dropped = dict(Counter(d.reason for d in sel.dropped))
+            qv_of = {short[j].case.case_id: qv[j] for j in range(len(short))}
+            details = await case_details(conn, [UUID(r.case.case_id) for r in sel.kept])
+            t4 = time.perf_counter()
+            report.seconds["rank"] = t4 - t3
+
+            async with conn.transaction():
+                state = await lock_agent_state(conn, agent_id)
+                ids = match_cluster_ids(data.cluster_ids, result.labels, state.fresh_ids())
+                await set_case_clusters(conn, data.case_ids,
+                                        [ids[i] for i in result.labels.tolist()])
+                await replace_clusters(conn, agent_id, [
+                    ClusterRow(ids[i], int(result.sizes[i]), result.centroids[i],
+                               label=labels[i].text, terms=labels[i].terms,
+                               golden_cases=int(cov[i]))
+                    for i in range(result.k)
+                ])
+                if need:
+                    await set_question_embeddings(
+                        conn, [data.case_ids[rows[j]] for j in need], fresh_q)
+                queue_rows = []
+                for r in sel.kept:
+                    d = details[UUID(r.case.case_id)]
+                    lab = int(r.case.cluster_id)
+                    key = question_key(d["question"])
+                    queue_rows.append(QueueRow(
+                        candidate_id=candidate_id(agent_id, key), agent_id=agent_id,
+                        question_key=key, case_id=d["case_id"], cluster_id=ids[lab],
+                        cluster_label=labels[lab].text, question=d["question"],
+                        answer_given=d["answer"], expected_answer=d["expected_answer"],
+                        evidence_event_ids=list(d["evidence_event_ids"]),
+                        confidence=round(r.confidence, 6),
+                        confidence_parts={"signal": round(r.signal, 6),
+                                          "agreement": round(r.agreement, 6),
+                                          "cluster": round(r.cluster, 6),
+                                          "recency": round(r.recency, 6)},
+                        question_embedding=qv_of[r.case.case_id],
+                    ))
+                report.new_candidates = await upsert_candidates(conn, queue_rows)
+                state.new_cases = 0
+                await save_agent_state(conn, state, reclustered=True)
+            order = np.argsort(-result.sizes, kind="stable")
+            report.uncovered = [ids[i] for i in order.tolist() if cov[i] == 0]
+            report.seconds["write"] = time.perf_counter() - t4
+    log.info(
+        "triage: re-clustered %s: %d cases -> %d clusters (%d uncovered), %d candidates "
+        "(%d new), dropped %s, %.2f s", agent_id, report.cases, report.clusters,
+        len(report.uncovered), report.kept, len(report.new_candidates), report.dropped,
+        sum(report.seconds.values()),
+    )
+    return report

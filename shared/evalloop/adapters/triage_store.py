@@ -1,0 +1,598 @@
+"""PostgreSQL store of the triage service: cases, clusters, per-agent state, the review queue.
+
+Tables: migration 0003 (its docstring explains the columns). Embeddings travel as float32 bytes
+(:func:`to_bytes` / :func:`from_bytes`). Writes that a redelivery could repeat are upserts on the
+natural key. Per-agent work is serialised across processes by a PostgreSQL advisory lock
+(:func:`agent_lock`, :func:`agent_xact_lock`). asyncpg errors become
+:class:`~evalloop.errors.StorageError` in the service (``store_errors``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+from evalloop.errors import StorageError
+
+__all__ = [
+    "AgentState",
+    "CaseRow",
+    "ClusterRow",
+    "GoldenCase",
+    "QueueRow",
+    "ReclusterInput",
+    "agent_lock",
+    "agent_xact_lock",
+    "agents_due",
+    "case_details",
+    "from_bytes",
+    "golden_cases",
+    "known_cases",
+    "list_clusters",
+    "list_queue",
+    "load_centroids",
+    "load_recluster_input",
+    "lock_agent_state",
+    "mark_published",
+    "queue_priors",
+    "replace_clusters",
+    "save_agent_state",
+    "set_case_clusters",
+    "set_question_embeddings",
+    "store_errors",
+    "to_bytes",
+    "unpublished",
+    "upsert_candidates",
+    "upsert_cases",
+    "upsert_clusters",
+]
+
+
+@contextlib.contextmanager
+def store_errors(what: str) -> Iterator[None]:
+    """Map asyncpg / socket errors inside the block to ``StorageError(what: ...)``."""
+    try:
+        yield
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise StorageError(f"{what}: {exc}") from exc
+
+
+def to_bytes(vector: np.ndarray) -> bytes:
+    """float32 little-endian bytes of a 1-d vector."""
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+def from_bytes(blobs: Sequence[bytes], dimension: int) -> np.ndarray:
+    """Stack float32 byte strings into an ``(n, dimension)`` float32 array.
+
+    Raises:
+        StorageError: a blob is not ``4 * dimension`` bytes long.
+    """
+    if not blobs:
+        return np.zeros((0, dimension), dtype=np.float32)
+    joined = b"".join(blobs)
+    if len(joined) != 4 * dimension * len(blobs):
+        raise StorageError(
+            f"expected {len(blobs)} embeddings of {dimension} float32 values, got {len(joined)} "
+            "bytes"
+        )
+    return np.frombuffer(joined, dtype="<f4").reshape(len(blobs), dimension).astype(np.float32)
+
+
+def _lock_key(agent_id: str) -> str:
+    return f"evalloop.triage:{agent_id}"
+
+
+@contextlib.asynccontextmanager
+async def agent_lock(conn: asyncpg.Connection, agent_id: str) -> AsyncIterator[None]:
+    """Hold the agent's session advisory lock on ``conn`` for the block (re-clustering)."""
+    await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", _lock_key(agent_id))
+    try:
+        yield
+    finally:
+        await conn.execute(
+            "SELECT pg_advisory_unlock(hashtextextended($1, 0))", _lock_key(agent_id)
+        )
+
+
+async def agent_xact_lock(conn: asyncpg.Connection, agent_id: str) -> None:
+    """Take the agent's advisory lock until the current transaction ends (online ingest)."""
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", _lock_key(agent_id)
+    )
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRow:
+    """One ``triage_cases`` row to upsert (``embedding`` None: keep the stored one)."""
+
+    case_id: UUID
+    agent_id: str
+    occurred_at: datetime
+    confidence: float
+    signals: list[str]
+    evidence_event_ids: list[UUID]
+    question: str | None
+    answer: str | None
+    comment: str | None
+    expected_answer: str | None
+    text_hash: str
+    embedding_model: str
+    embedding: np.ndarray | None
+    cluster_id: str | None
+
+
+async def known_cases(
+    conn: asyncpg.Connection, case_ids: Sequence[UUID]
+) -> dict[UUID, tuple[str, str | None]]:
+    """``case_id -> (text_hash, cluster_id)`` of the given cases already stored."""
+    rows = await conn.fetch(
+        "SELECT case_id, text_hash, cluster_id FROM triage_cases WHERE case_id = ANY($1::uuid[])",
+        list(case_ids),
+    )
+    return {r["case_id"]: (r["text_hash"], r["cluster_id"]) for r in rows}
+
+
+_CASE_COLS = (
+    "case_id", "agent_id", "occurred_at", "confidence", "signals", "evidence_event_ids",
+    "question", "answer", "comment", "expected_answer", "text_hash", "embedding_model",
+    "dimension", "embedding", "cluster_id",
+)
+
+
+async def upsert_cases(conn: asyncpg.Connection, rows: Sequence[CaseRow]) -> None:
+    """Insert or update cases (COPY into a temporary table, then one upsert).
+
+    A row whose ``embedding`` is None updates only the ranking fields (confidence, signals,
+    evidence, texts, expected answer) of an existing case; otherwise the embedding, its hash
+    and model are replaced too and ``question_embedding`` is cleared. Must run in a
+    transaction.
+    """
+    if not rows:
+        return
+    await conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS triage_cases_in "
+        "(LIKE triage_cases INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+    )
+    await conn.copy_records_to_table(
+        "triage_cases_in", columns=list(_CASE_COLS),
+        records=[
+            (r.case_id, r.agent_id, r.occurred_at, r.confidence, r.signals, r.evidence_event_ids,
+             r.question, r.answer, r.comment, r.expected_answer, r.text_hash, r.embedding_model,
+             int(r.embedding.shape[0]) if r.embedding is not None else 1,
+             to_bytes(r.embedding) if r.embedding is not None else b"", r.cluster_id)
+            for r in rows
+        ],
+    )
+    cols = ", ".join(_CASE_COLS)
+    await conn.execute(
+        f"""
+        INSERT INTO triage_cases ({cols}) SELECT {cols} FROM triage_cases_in
+        WHERE embedding <> ''::bytea
+        ON CONFLICT (case_id) DO UPDATE SET
+            occurred_at = EXCLUDED.occurred_at, confidence = EXCLUDED.confidence,
+            signals = EXCLUDED.signals, evidence_event_ids = EXCLUDED.evidence_event_ids,
+            question = EXCLUDED.question, answer = EXCLUDED.answer, comment = EXCLUDED.comment,
+            expected_answer = EXCLUDED.expected_answer, text_hash = EXCLUDED.text_hash,
+            embedding_model = EXCLUDED.embedding_model, dimension = EXCLUDED.dimension,
+            embedding = EXCLUDED.embedding, question_embedding = NULL,
+            cluster_id = COALESCE(triage_cases.cluster_id, EXCLUDED.cluster_id),
+            updated_at = now()
+        """
+    )
+    await conn.execute(
+        """
+        UPDATE triage_cases t SET
+            occurred_at = i.occurred_at, confidence = i.confidence, signals = i.signals,
+            evidence_event_ids = i.evidence_event_ids, question = i.question, answer = i.answer,
+            comment = i.comment, expected_answer = i.expected_answer, updated_at = now()
+        FROM triage_cases_in i
+        WHERE i.embedding = ''::bytea AND t.case_id = i.case_id
+          AND (t.confidence, t.evidence_event_ids, t.expected_answer, t.signals)
+              IS DISTINCT FROM (i.confidence, i.evidence_event_ids, i.expected_answer, i.signals)
+        """
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReclusterInput:
+    """An agent's recent cases, newest first (arrays aligned by row).
+
+    Attributes:
+        case_ids, cluster_ids, questions, comments, confidences, evidence, occurred_at: per case.
+        embeddings: ``(n, d)`` float32 unit vectors.
+        question_embeddings: per case, stored question vector bytes or ``None``.
+    """
+
+    case_ids: list[UUID]
+    cluster_ids: list[str | None]
+    questions: list[str | None]
+    comments: list[str | None]
+    confidences: list[float]
+    evidence: list[int]
+    occurred_at: list[datetime]
+    embeddings: np.ndarray
+    question_embeddings: list[bytes | None]
+
+    def __len__(self) -> int:
+        """Number of cases."""
+        return len(self.case_ids)
+
+
+async def load_recluster_input(
+    conn: asyncpg.Connection, agent_id: str, *, model: str, window_days: int, limit: int,
+) -> ReclusterInput:
+    """The agent's cases embedded by ``model`` within ``window_days`` of its newest case (event
+    time), newest first, at most ``limit``."""
+    rows = await conn.fetch(
+        """
+        SELECT case_id, cluster_id, question, comment, confidence,
+               cardinality(evidence_event_ids) AS evidence, occurred_at, dimension, embedding,
+               question_embedding
+        FROM triage_cases
+        WHERE agent_id = $1 AND embedding_model = $2
+          AND occurred_at >= (SELECT max(occurred_at) FROM triage_cases WHERE agent_id = $1)
+                             - make_interval(days => $3)
+        ORDER BY occurred_at DESC, case_id
+        LIMIT $4
+        """,
+        agent_id, model, window_days, limit,
+    )
+    dim = rows[0]["dimension"] if rows else 1
+    return ReclusterInput(
+        case_ids=[r["case_id"] for r in rows],
+        cluster_ids=[r["cluster_id"] for r in rows],
+        questions=[r["question"] for r in rows],
+        comments=[r["comment"] for r in rows],
+        confidences=[r["confidence"] for r in rows],
+        evidence=[r["evidence"] or 1 for r in rows],
+        occurred_at=[r["occurred_at"] for r in rows],
+        embeddings=from_bytes([r["embedding"] for r in rows], dim),
+        question_embeddings=[r["question_embedding"] for r in rows],
+    )
+
+
+async def set_case_clusters(
+    conn: asyncpg.Connection, case_ids: Sequence[UUID], cluster_ids: Sequence[str]
+) -> None:
+    """Point each case at its (new) cluster."""
+    await conn.execute(
+        """
+        UPDATE triage_cases t SET cluster_id = u.cluster_id
+        FROM unnest($1::uuid[], $2::text[]) AS u(case_id, cluster_id)
+        WHERE t.case_id = u.case_id AND t.cluster_id IS DISTINCT FROM u.cluster_id
+        """,
+        list(case_ids), list(cluster_ids),
+    )
+
+
+async def set_question_embeddings(
+    conn: asyncpg.Connection, case_ids: Sequence[UUID], vectors: np.ndarray
+) -> None:
+    """Store the question embeddings of the given cases (cache for near-duplicate checks)."""
+    await conn.execute(
+        """
+        UPDATE triage_cases t SET question_embedding = u.v
+        FROM unnest($1::uuid[], $2::bytea[]) AS u(case_id, v) WHERE t.case_id = u.case_id
+        """,
+        list(case_ids), [to_bytes(v) for v in vectors],
+    )
+
+
+async def case_details(conn: asyncpg.Connection, case_ids: Sequence[UUID]) -> dict[UUID, Any]:
+    """``case_id -> row`` with question, answer, expected_answer and evidence_event_ids."""
+    rows = await conn.fetch(
+        "SELECT case_id, question, answer, expected_answer, evidence_event_ids FROM triage_cases "
+        "WHERE case_id = ANY($1::uuid[])", list(case_ids),
+    )
+    return {r["case_id"]: r for r in rows}
+
+
+# --------------------------------------------------------------------------- clusters / state
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRow:
+    """One ``clusters`` row."""
+
+    cluster_id: str
+    size: int
+    centroid: np.ndarray
+    provisional: bool = False
+    label: str | None = None
+    terms: tuple[str, ...] = ()
+    golden_cases: int = 0
+
+
+async def load_centroids(
+    conn: asyncpg.Connection, agent_id: str
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The agent's clusters as ``(ids, centroids (k, d) float32, sizes (k,) int64)``."""
+    rows = await conn.fetch(
+        "SELECT cluster_id, size, centroid FROM clusters WHERE agent_id = $1 AND size > 0 "
+        "ORDER BY cluster_id", agent_id,
+    )
+    if not rows:
+        return [], np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.int64)
+    return (
+        [r["cluster_id"] for r in rows],
+        np.array([r["centroid"] for r in rows], dtype=np.float32),
+        np.array([r["size"] for r in rows], dtype=np.int64),
+    )
+
+
+async def upsert_clusters(
+    conn: asyncpg.Connection, agent_id: str, rows: Sequence[ClusterRow]
+) -> None:
+    """Insert new (provisional) clusters and update sizes/centroids of existing ones."""
+    await conn.executemany(
+        """
+        INSERT INTO clusters (agent_id, cluster_id, size, centroid, provisional)
+        VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (agent_id, cluster_id) DO UPDATE SET
+            size = EXCLUDED.size, centroid = EXCLUDED.centroid, updated_at = now()
+        """,
+        [(agent_id, r.cluster_id, r.size, r.centroid.tolist(), r.provisional) for r in rows],
+    )
+
+
+async def replace_clusters(
+    conn: asyncpg.Connection, agent_id: str, rows: Sequence[ClusterRow]
+) -> None:
+    """Replace all of the agent's clusters by ``rows`` (after a re-clustering)."""
+    await conn.execute("DELETE FROM clusters WHERE agent_id = $1", agent_id)
+    await conn.copy_records_to_table(
+        "clusters",
+        columns=["agent_id", "cluster_id", "label", "terms", "size", "centroid", "provisional",
+                 "golden_cases"],
+        records=[(agent_id, r.cluster_id, r.label, list(r.terms), r.size, r.centroid.tolist(),
+                  r.provisional, r.golden_cases) for r in rows],
+    )
+
+
+@dataclass
+class AgentState:
+    """``triage_agents`` row: new cases since the last re-clustering, the cluster-id sequence."""
+
+    agent_id: str
+    new_cases: int
+    next_cluster_seq: int
+    reclusters: int
+    last_reclustered_at: datetime | None
+
+    def fresh_ids(self) -> Iterator[str]:
+        """Yield unused cluster ids ``c<seq>`` (advancing ``next_cluster_seq``)."""
+        while True:
+            seq = self.next_cluster_seq
+            self.next_cluster_seq += 1
+            yield f"c{seq}"
+
+
+async def lock_agent_state(conn: asyncpg.Connection, agent_id: str) -> AgentState:
+    """Create (if needed) and row-lock the agent's state until the transaction ends."""
+    await conn.execute(
+        "INSERT INTO triage_agents (agent_id) VALUES ($1) ON CONFLICT DO NOTHING", agent_id
+    )
+    r = await conn.fetchrow(
+        "SELECT * FROM triage_agents WHERE agent_id = $1 FOR UPDATE", agent_id
+    )
+    assert r is not None
+    return AgentState(agent_id, r["new_cases"], r["next_cluster_seq"], r["reclusters"],
+                      r["last_reclustered_at"])
+
+
+async def save_agent_state(
+    conn: asyncpg.Connection, state: AgentState, *, reclustered: bool = False
+) -> None:
+    """Write ``state`` back; ``reclustered``: also count a run and stamp ``now()``."""
+    await conn.execute(
+        """
+        UPDATE triage_agents SET new_cases = $2, next_cluster_seq = $3,
+            reclusters = reclusters + $4::int,
+            last_reclustered_at = CASE WHEN $4::int = 1 THEN now() ELSE last_reclustered_at END
+        WHERE agent_id = $1
+        """,
+        state.agent_id, state.new_cases, state.next_cluster_seq, int(reclustered),
+    )
+
+
+async def agents_due(
+    pool: asyncpg.Pool, *, every: int, interval_s: float
+) -> list[str]:
+    """Agents with new cases whose re-clustering is due: at least ``every`` new cases, or any
+    new case and no run within ``interval_s`` seconds."""
+    with store_errors("listing agents due for re-clustering"):
+        rows = await pool.fetch(
+            """
+            SELECT agent_id FROM triage_agents
+            WHERE new_cases >= $1 OR (new_cases > 0 AND (last_reclustered_at IS NULL
+                  OR last_reclustered_at < now() - make_interval(secs => $2)))
+            ORDER BY agent_id
+            """,
+            every, interval_s,
+        )
+    return [r["agent_id"] for r in rows]
+
+
+# --------------------------------------------------------------------------- golden set
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenCase:
+    """A case of the agent's current golden set(s) (latest version of each set)."""
+
+    case_id: str
+    question: str
+    expected_answer: str | None
+
+
+async def golden_cases(conn: asyncpg.Connection, agent_id: str) -> list[GoldenCase]:
+    """Cases of the latest version of each of the agent's golden sets (migration 0004).
+
+    Returns an empty list when the golden-set tables do not exist (yet) or hold nothing.
+    """
+    exists = await conn.fetchval(
+        "SELECT to_regclass('golden_cases') IS NOT NULL AND to_regclass('golden_sets') IS NOT NULL"
+    )
+    if not exists:
+        return []
+    rows = await conn.fetch(
+        """
+        SELECT gc.case_id, gc.question, gc.expected_answer
+        FROM golden_sets s
+        JOIN golden_set_versions v ON v.agent_id = s.agent_id
+             AND v.golden_set_id = s.golden_set_id AND v.version = s.latest_version
+        JOIN golden_cases gc ON gc.version_id = v.version_id
+        WHERE s.agent_id = $1 AND gc.question IS NOT NULL
+        ORDER BY s.golden_set_id, gc.position
+        """,
+        agent_id,
+    )
+    return [GoldenCase(str(r["case_id"]), r["question"], r["expected_answer"]) for r in rows]
+
+
+# --------------------------------------------------------------------------- review queue
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    """A candidate to upsert into ``review_queue``."""
+
+    candidate_id: UUID
+    agent_id: str
+    question_key: str
+    case_id: UUID
+    cluster_id: str
+    cluster_label: str
+    question: str
+    answer_given: str | None
+    expected_answer: str | None
+    evidence_event_ids: list[UUID]
+    confidence: float
+    confidence_parts: dict[str, float]
+    question_embedding: np.ndarray | None
+
+
+async def queue_priors(conn: asyncpg.Connection, agent_id: str) -> list[Any]:
+    """Every queue row of the agent: candidate_id, question_key, question, question_embedding."""
+    return list(await conn.fetch(
+        "SELECT candidate_id, question_key, question, question_embedding FROM review_queue "
+        "WHERE agent_id = $1 ORDER BY proposed_at, candidate_id", agent_id,
+    ))
+
+
+async def upsert_candidates(conn: asyncpg.Connection, rows: Sequence[QueueRow]) -> list[UUID]:
+    """Insert new candidates; refresh pending ones (cluster, label, confidence, evidence).
+
+    Rows already decided by a reviewer (confirmed / edited / rejected) are left alone.
+
+    Returns:
+        candidate ids that were inserted by this call (the ones to announce).
+    """
+    new: list[UUID] = []
+    for r in rows:
+        inserted = await conn.fetchval(
+            """
+            INSERT INTO review_queue (candidate_id, agent_id, question_key, case_id, cluster_id,
+                cluster_label, question, answer_given, expected_answer, evidence_event_ids,
+                confidence, confidence_parts, question_embedding)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+            ON CONFLICT (agent_id, question_key) DO UPDATE SET
+                case_id = EXCLUDED.case_id, cluster_id = EXCLUDED.cluster_id,
+                cluster_label = EXCLUDED.cluster_label, answer_given = EXCLUDED.answer_given,
+                expected_answer = EXCLUDED.expected_answer,
+                evidence_event_ids = EXCLUDED.evidence_event_ids,
+                confidence = EXCLUDED.confidence, confidence_parts = EXCLUDED.confidence_parts,
+                question_embedding = EXCLUDED.question_embedding, updated_at = now()
+            WHERE review_queue.status = 'pending'
+            RETURNING (xmax = 0)
+            """,
+            r.candidate_id, r.agent_id, r.question_key, r.case_id, r.cluster_id, r.cluster_label,
+            r.question, r.answer_given, r.expected_answer, r.evidence_event_ids, r.confidence,
+            r.confidence_parts,
+            to_bytes(r.question_embedding) if r.question_embedding is not None else None,
+        )
+        if inserted:
+            new.append(r.candidate_id)
+    return new
+
+
+async def unpublished(conn: asyncpg.Connection, agent_id: str | None = None) -> list[Any]:
+    """Queue rows whose ``golden.candidate.proposed.v1`` was not acked yet, oldest first."""
+    return list(await conn.fetch(
+        """
+        SELECT candidate_id, agent_id, cluster_id, cluster_label, question, answer_given,
+               expected_answer, evidence_event_ids, confidence, proposed_at
+        FROM review_queue
+        WHERE published_at IS NULL AND ($1::text IS NULL OR agent_id = $1)
+        ORDER BY proposed_at, candidate_id
+        """,
+        agent_id,
+    ))
+
+
+async def mark_published(conn: asyncpg.Connection, candidate_ids: Sequence[UUID]) -> None:
+    """Stamp ``published_at`` on the given rows."""
+    await conn.execute(
+        "UPDATE review_queue SET published_at = now() WHERE candidate_id = ANY($1::uuid[])",
+        list(candidate_ids),
+    )
+
+
+async def list_queue(
+    pool: asyncpg.Pool, *, agent_id: str | None = None, status: str | None = "pending",
+    limit: int = 50,
+) -> list[Any]:
+    """Queue rows joined with their cluster (label, size, golden coverage), for display.
+
+    Ordered by agent, cluster size (largest first), cluster, confidence (highest first);
+    ``status`` None = every status; ``limit`` caps the number of rows.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with store_errors("listing the review queue"):
+        return list(await pool.fetch(
+            """
+            SELECT q.agent_id, q.cluster_id, COALESCE(c.label, q.cluster_label) AS cluster_label,
+                   c.size AS cluster_size, COALESCE(c.covered_by_golden, false) AS covered,
+                   q.candidate_id, q.question, q.answer_given, q.expected_answer, q.confidence,
+                   cardinality(q.evidence_event_ids) AS evidence_count, q.status, q.proposed_at
+            FROM review_queue q
+            LEFT JOIN clusters c ON c.agent_id = q.agent_id AND c.cluster_id = q.cluster_id
+            WHERE ($1::text IS NULL OR q.agent_id = $1) AND ($2::text IS NULL OR q.status = $2)
+            ORDER BY q.agent_id, c.size DESC NULLS LAST, q.cluster_id, q.confidence DESC,
+                     q.candidate_id
+            LIMIT $3
+            """,
+            agent_id, status, limit,
+        ))
+
+
+async def list_clusters(pool: asyncpg.Pool, agent_id: str | None = None) -> list[Any]:
+    """Every cluster (of one agent or all): agent, id, label, terms, size, provisional, golden
+    cases and coverage; by agent, then size (largest first).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with store_errors("listing clusters"):
+        return list(await pool.fetch(
+            """
+            SELECT agent_id, cluster_id, label, terms, size, provisional, golden_cases,
+                   covered_by_golden, updated_at
+            FROM clusters WHERE $1::text IS NULL OR agent_id = $1
+            ORDER BY agent_id, size DESC, cluster_id
+            """,
+            agent_id,
+        ))
