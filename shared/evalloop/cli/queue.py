@@ -1,5 +1,133 @@
-"""`evalloop queue` (being built: owned by one helper; see its module when filled)."""
+"""``evalloop queue``: the review queue of golden-set candidates, grouped by topic cluster.
+
+Connects to the PostgreSQL named by settings (``EVALLOOP_POSTGRES__DSN``) or, without one, to the
+embedded server (``evalloop.adapters.postgres.resolve_dsn``). Tables: migration 0003.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True)
+from evalloop.adapters.postgres import connect_pool, resolve_dsn
+from evalloop.adapters.triage_store import list_clusters, list_queue
+from evalloop.errors import EvalloopError
+from evalloop.settings import Settings
+
+__all__ = ["app", "group_by_cluster", "list_cmd"]
+
+app = typer.Typer(no_args_is_help=True, help="Golden-set candidates awaiting review.")
+
+_STATUSES = ("pending", "confirmed", "edited", "rejected", "all")
+
+
+def group_by_cluster(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Group queue rows (ordered by agent, cluster size, cluster, confidence) into clusters.
+
+    Returns:
+        One dict per (agent, cluster), in input order: ``agent_id``, ``cluster_id``,
+        ``label``, ``size`` (``None`` when the cluster no longer exists), ``covered``
+        (the golden set holds a case of it) and ``candidates`` (question, answer_given,
+        expected_answer, confidence, evidence_count, status, candidate_id, proposed_at).
+    """
+    out: list[dict[str, Any]] = []
+    index: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        key = (r["agent_id"], r["cluster_id"])
+        group = index.get(key)
+        if group is None:
+            group = {"agent_id": r["agent_id"], "cluster_id": r["cluster_id"],
+                     "label": r["cluster_label"], "size": r["cluster_size"],
+                     "covered": r["covered"], "candidates": []}
+            index[key] = group
+            out.append(group)
+        group["candidates"].append({
+            "candidate_id": str(r["candidate_id"]), "question": r["question"],
+            "answer_given": r["answer_given"], "expected_answer": r["expected_answer"],
+            "confidence": r["confidence"], "evidence_count": r["evidence_count"],
+            "status": r["status"], "proposed_at": r["proposed_at"].isoformat(),
+        })
+    return out
+
+
+async def _fetch(dsn: str, agent: str | None, status: str | None, limit: int
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    pool = await connect_pool(dsn, min_size=1, max_size=1)
+    try:
+        rows = await list_queue(pool, agent_id=agent, status=status, limit=limit)
+        clusters = await list_clusters(pool, agent)
+    finally:
+        await pool.close()
+    return [dict(r) for r in rows], [dict(c) for c in clusters]
+
+
+def _short(text: str | None, n: int = 160) -> str:
+    if not text:
+        return "-"
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+@app.command("list")
+def list_cmd(
+    agent: Annotated[str | None, typer.Option("--agent", help="only this agent")] = None,
+    status: Annotated[
+        str, typer.Option("--status", help="pending | confirmed | edited | rejected | all")
+    ] = "pending",
+    limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many candidates")
+                     ] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document instead of tables")
+                       ] = False,
+) -> None:
+    """Show the review queue by cluster: label, size, covered by the golden set?, and each
+    candidate's question, answer given, expected answer (when corrected), confidence and
+    evidence count; then the clusters no golden case covers."""
+    if status not in _STATUSES:
+        raise typer.BadParameter(
+            f"expected one of {', '.join(_STATUSES)}, got {status!r}", param_hint="--status"
+        )
+    settings = Settings()
+    try:
+        rows, clusters = asyncio.run(_fetch(
+            resolve_dsn(settings.postgres), agent, None if status == "all" else status, limit))
+    except EvalloopError as exc:
+        Console(stderr=True).print(f"[red]cannot list the review queue:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    groups = group_by_cluster(rows)
+    uncovered = [
+        {"agent_id": c["agent_id"], "cluster_id": c["cluster_id"], "label": c["label"],
+         "size": c["size"]}
+        for c in clusters if not c["covered_by_golden"]
+    ]
+    console = Console()
+    if as_json:
+        console.print_json(json.dumps({"clusters": groups, "uncovered_clusters": uncovered}))
+        return
+    n = sum(len(g["candidates"]) for g in groups)
+    console.print(f"[bold]review queue[/bold]: {n} {status} candidate(s) in {len(groups)} "
+                  "cluster(s)")
+    for g in groups:
+        size = "gone" if g["size"] is None else str(g["size"])
+        covered = "yes" if g["covered"] else "[yellow]no[/yellow]"
+        table = Table(
+            title=f"{g['agent_id']} / {g['cluster_id']}: {g['label']}  (size {size}, "
+                  f"covered by golden set: {covered})",
+            title_justify="left", show_lines=False,
+        )
+        for col in ("conf", "question", "answer given", "expected answer", "evidence", "status"):
+            table.add_column(col, overflow="fold")
+        for c in g["candidates"]:
+            table.add_row(f"{c['confidence']:.2f}", _short(c["question"]),
+                          _short(c["answer_given"]), _short(c["expected_answer"]),
+                          str(c["evidence_count"]), c["status"])
+        console.print(table)
+    if uncovered:
+        top = ", ".join(f"{u['cluster_id']} ({u['label'] or 'provisional'}; {u['size']})"
+                        for u in uncovered[:10])
+        console.print(f"clusters the golden set does not cover: {len(uncovered)}; largest: "
+                      f"{top}")

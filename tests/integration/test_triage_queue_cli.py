@@ -1,0 +1,80 @@
+"""``evalloop queue list`` on real PostgreSQL, filled by the triage service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import asyncpg
+from evalloop.adapters.bus import InProcessBus
+from evalloop.adapters.embedder import HashingEmbedder
+from evalloop.cli.main import app
+from evalloop.events import dump_event
+from evalloop.runtime import Deps
+from evalloop.settings import Settings, TriageSettings
+from evalloop.topics import Topics
+from test_triage import TOPICS, all_cases
+from typer.testing import CliRunner
+
+from services.triage.service import TriageService
+
+
+def _run(db_dsn: str, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(
+        app, ["queue", "list", *args], env={"EVALLOOP_POSTGRES__DSN": db_dsn, "COLUMNS": "240"}
+    )
+    return result.exit_code, result.output
+
+
+async def test_queue_list_by_cluster_table_json_and_filters(
+    pg_settings: Settings, pool: asyncpg.Pool, db_dsn: str
+) -> None:
+    cfg = pg_settings.model_copy(update={"triage": TriageSettings(
+        embedder="hashing", recluster_every=15, candidates_per_cluster=2)})
+    bus = InProcessBus()
+    svc = TriageService(Deps(settings=cfg, pool=pool, bus=bus, topics=Topics()),
+                        embedder=HashingEmbedder(256))
+    for c in all_cases():
+        await bus.publish(Topics().feedback_negative, dump_event(c), key=c.agent_id)
+    await svc.on_negative_cases(bus.messages(Topics().feedback_negative))
+    await pool.execute(
+        "UPDATE review_queue SET status = 'rejected' WHERE candidate_id = (SELECT candidate_id "
+        "FROM review_queue WHERE question LIKE 'Can my dog%' ORDER BY confidence DESC LIMIT 1)")
+
+    code, out = await asyncio.to_thread(_run, db_dsn, "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    groups = doc["clusters"]
+    assert [(g["label"], g["size"], g["covered"], len(g["candidates"])) for g in groups] == [
+        ("cancelled, flight, refund, explain", 6, False, 2),
+        ("allowance, baggage, checked, limit", 5, False, 2),
+        ("cabin, covered, dog, pets", 4, False, 1),  # one pending: the other was rejected
+    ]
+    top = groups[0]["candidates"][0]
+    assert top["expected_answer"] == "Cancelled flights are refunded in full."
+    assert top["evidence_count"] == 2
+    assert top["answer_given"] == TOPICS["refund"][2]
+    confidences = [c["confidence"] for c in groups[0]["candidates"]]
+    assert confidences == sorted(confidences, reverse=True)
+    assert [u["size"] for u in doc["uncovered_clusters"]] == [6, 5, 4]
+
+    code, out = await asyncio.to_thread(_run, db_dsn)
+    assert code == 0, out
+    assert "review queue: 5 pending candidate(s) in 3 cluster(s)" in out
+    assert "cancelled, flight, refund, explain  (size 6, covered by golden set: no)" in out
+    assert "Cancelled flights are refunded in full." in out
+    assert "clusters the golden set does not cover: 3" in out
+
+    code, out = await asyncio.to_thread(_run, db_dsn, "--status", "rejected", "--json")
+    assert code == 0, out
+    rejected = json.loads(out)["clusters"]
+    assert [len(g["candidates"]) for g in rejected] == [1]
+    assert rejected[0]["candidates"][0]["status"] == "rejected"
+
+    code, out = await asyncio.to_thread(_run, db_dsn, "--agent", "nobody", "--json")
+    assert code == 0 and json.loads(out)["clusters"] == []
+    code, out = await asyncio.to_thread(_run, db_dsn, "--limit", "1", "--json")
+    assert sum(len(g["candidates"]) for g in json.loads(out)["clusters"]) == 1
+
+    code, out = await asyncio.to_thread(_run, db_dsn, "--status", "maybe")
+    assert code == 2 and "expected one of pending" in out
