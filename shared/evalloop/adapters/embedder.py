@@ -189,6 +189,7 @@ class OpenAIEmbedder:
         api_key: str | None = None,
         batch_size: int = 256,
         timeout_s: float = 30.0,
+        max_retries: int = 2,
     ) -> None:
         """Create a client; nothing is sent until :meth:`encode`.
 
@@ -199,12 +200,13 @@ class OpenAIEmbedder:
             api_key: key (``None`` = ``OPENAI_API_KEY``; a local server may accept anything).
             batch_size: inputs per request.
             timeout_s: per-request timeout, seconds.
+            max_retries: the client's retries of a failed request (with its backoff).
         """
         import openai
 
         self._client = openai.OpenAI(
             base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "unset",
-            timeout=timeout_s, max_retries=2,
+            timeout=timeout_s, max_retries=max_retries,
         )
         self._openai_error: type[Exception] = openai.OpenAIError
         self.model = model
