@@ -220,6 +220,8 @@ async def propose_from_records(deps: Deps, records: list[Record]) -> list[Incide
     """
     escalations: list[Escalation] = []
     for rec in records:
+        if b"escalation" not in rec.value:
+            continue  # cheap pre-filter: most of the stream is other event types
         try:
             event = parse_event(rec.value)
         except InvalidEvent:
