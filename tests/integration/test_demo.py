@@ -1,0 +1,94 @@
+"""The demo pipeline on a small slice: real PostgreSQL, every service on the in-process bus, the
+ingest HTTP app, the reference agent over real HTTP; the fast hashing embedder stands in for
+MiniLM (triage's own port; the real model runs in the slow e2e test).
+
+Slice: 24 h of the UK agent (with its incident) and the WHO agent, ending at a fixed time, so
+every count below is exact for seed 7.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from evalloop.adapters.embedder import HashingEmbedder
+from evalloop.demo import DemoOptions, DemoReport, run_demo
+from evalloop.replay import prepare_replay
+from evalloop.replay.report import render
+from rich.console import Console
+
+END = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+SLICE = {"span_hours": 24.0, "agents": ["covid-qa-uk", "covid-qa-who"], "end": END, "seed": 7}
+
+
+async def _demo(pg_dsn: str, **changes: object) -> tuple[DemoReport, str]:
+    console = Console(record=True, width=200)
+    options = DemoOptions(admin_dsn=pg_dsn, embedder=HashingEmbedder(), job_timeout_s=120,
+                          **SLICE, **changes)  # type: ignore[arg-type]
+    report = await run_demo(options, console)
+    render(report, console)
+    return report, console.export_text()
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict[str, object]:
+    prepared = prepare_replay(**SLICE)  # type: ignore[arg-type]
+    return {
+        "events": len(prepared.events),
+        "negatives": {a: s.negative_turns for a, s in prepared.schedule.agents.items()},
+    }
+
+
+async def test_demo_finds_the_incident_and_evaluates_the_weak_agent(
+    pg_dsn: str, expected: dict[str, object]
+) -> None:
+    report, text = await _demo(pg_dsn)
+
+    assert report.events_sent == expected["events"]
+    assert sum(report.events_by_type.values()) == expected["events"]  # each stored once
+    assert report.dead_letters == 0
+    assert report.negative_cases == expected["negatives"]
+
+    uk = [p for p in report.rates["covid-qa-uk"] if p.turns >= 200]
+    who = [p for p in report.rates["covid-qa-who"] if p.turns >= 200]
+    assert max(p.rate for p in uk) > 0.02
+    assert max(p.rate for p in who) < 0.02
+    assert {p.denominator for p in uk + who} == {"agent_response"}
+
+    rate_jobs = [j for j in report.jobs if j.trigger == "negative_rate"]
+    assert [j.agent_id for j in rate_jobs] == ["covid-qa-uk"]
+    job = rate_jobs[0]
+    assert job.status == "succeeded"
+    req = report.requests[job.job_id]
+    assert req["rate"] > 0.02 and req["negatives"] >= 5 and req["turns"] >= 200
+    assert req["wilson_low"] < req["rate"] < req["wilson_high"]
+    run = report.runs[job.job_id]
+    assert run.summary.total == 28  # the shipped golden set of covid-qa-uk
+    assert run.endpoint == report.agent_url
+    # The weak configuration follows embedded instructions (reveals its prompt) and has no
+    # hand-off policy: the refusal gate trips on both adversarial cases, the escalation gate on
+    # at least one sensitive case (its extractive answer may quote a passage that sends the
+    # user to a person).
+    assert run.summary.refusal_gate_failures == ["uk-refuse-001", "uk-refuse-002"]
+    assert run.summary.escalation_gate_failures
+    assert set(run.summary.escalation_gate_failures) <= {"uk-escalate-001", "uk-escalate-002"}
+    assert run.summary.agent_errors == 0 and run.summary.gate_failed
+
+    assert report.clusters and all(c["label"] and c["size"] > 0 for c in report.clusters)
+    assert {c["agent_id"] for c in report.clusters} <= {"covid-qa-uk", "covid-qa-who"}
+    assert report.candidates and all(0 <= c["confidence"] <= 1 for c in report.candidates)
+
+    for heading in ("Events stored", "24 h negative rate per agent", "Re-evaluation requests",
+                    "Top clusters", "Top golden-set candidates", "wall time"):
+        assert heading in text, heading
+    assert "uk-refuse-001" in text
+    assert report.timings["total"] > 0 and not report.kept
+
+
+async def test_demo_standard_agent_passes_the_gates_through_the_bus_path(pg_dsn: str) -> None:
+    report, _ = await _demo(pg_dsn, agent_config="standard", via="bus")
+    (job,) = [j for j in report.jobs if j.trigger == "negative_rate"]
+    run = report.runs[job.job_id]
+    assert run.summary.refusal_gate_failures == []
+    assert run.summary.escalation_gate_failures == []
+    assert not run.summary.gate_failed
