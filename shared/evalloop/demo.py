@@ -42,7 +42,7 @@ from evalloop.replay import Replay, prepare_replay
 from evalloop.replay.corpus import SAMPLE_DIR
 from evalloop.replay.loop import Loop, in_process_loop
 from evalloop.replay.producer import deliver
-from evalloop.settings import PostgresSettings, Settings
+from evalloop.settings import Settings
 
 __all__ = ["DemoOptions", "DemoReport", "run_demo"]
 
@@ -330,12 +330,15 @@ async def run_demo(options: DemoOptions, console: Console | None = None) -> Demo
     for line in prepared.schedule.describe():
         console.print("  " + line)
     with clock.phase("postgres"):
-        admin_dsn = options.admin_dsn or await asyncio.to_thread(
-            start_embedded, settings.postgres.embedded_dir
-        )
+        if options.admin_dsn:
+            admin_dsn = options.admin_dsn
+        else:
+            admin_dsn = await asyncio.to_thread(start_embedded, settings.postgres.embedded_dir)
     incident = prepared.schedule.incident[2] if prepared.schedule.incident else None
     async with _database(admin_dsn, options.keep) as dsn:
-        settings = settings.model_copy(update={"postgres": PostgresSettings(dsn=dsn)})
+        settings = settings.model_copy(
+            update={"postgres": settings.postgres.model_copy(update={"dsn": dsn})}
+        )
         report = DemoReport(dsn=dsn, kept=options.keep, origin=prepared.origin,
                             schedule=prepared.schedule.describe(), incident_agent=incident,
                             agent_config=options.agent_config,

@@ -36,6 +36,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from evalloop.events import (
     AgentResponse,
@@ -328,7 +329,7 @@ def _turn_events(
     version: str,
     chunks: list[ContextChunk] | None,
 ) -> list[FeedbackEvent]:
-    common = {
+    common: dict[str, Any] = {
         "agent_id": turn.agent_id,
         "agent_version": version,
         "conversation_id": key,
@@ -498,7 +499,7 @@ def build_schedule(
     late_rng = random.Random(f"{seed}|late")
     event_rng = random.Random(f"{seed}|events")
     out: list[ScheduledEvent] = []
-    per_agent: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    per_agent: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for t, turn, key in sorted(timed, key=lambda x: (x[0], x[2])):
         late = late_rng.random() < plan.late_fraction
         shift = timedelta(seconds=late_rng.uniform(*plan.late_delay_s)) if late else timedelta()
