@@ -7,6 +7,7 @@ Contract (issue 2, "Services" and "Bad input"):
 * every record is validated (``evalloop.events.parse_events``); if ANY record is bad the answer
   is ``422 {"message", "errors": [{"index", "event_id", "reason", "problems": [{"field",
   "expected", "received"}]}]}`` naming every bad record, and nothing of the batch is published;
+* text holding U+0000 is refused (``invalid_fields``: PostgreSQL cannot store it);
 * an ``event_id`` repeated within the batch is accepted once when the copies are identical
   (``received_at`` aside), and is a ``conflicting_duplicate`` error when they differ;
 * valid batches get ``received_at`` = now (UTC), are published to ``feedback.events.v1`` keyed
@@ -26,6 +27,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from evalloop.adapters.bus import Bus
+from evalloop.adapters.event_store import check_storable
 from evalloop.errors import BusError, FieldProblem, InvalidBatch, InvalidEvent
 from evalloop.events import FeedbackEvent, dump_event, parse_events, utc_now
 from evalloop.runtime import topics_for
@@ -86,6 +88,27 @@ def dedupe_batch(events: list[FeedbackEvent]) -> list[FeedbackEvent]:
     return out
 
 
+def _check_storable(body: bytes) -> None:
+    """Refuse records whose text holds U+0000 (PostgreSQL cannot store it; see
+    ``evalloop.adapters.event_store.check_storable``), naming each by index.
+
+    Raises:
+        InvalidBatch: one ``invalid_fields`` error per such record.
+    """
+    if b"\\u0000" not in body:
+        return
+    data = json.loads(body)
+    errors: list[InvalidEvent] = []
+    for index, record in enumerate(data if isinstance(data, list) else [data]):
+        try:
+            check_storable(json.dumps(record), index=index)
+        except InvalidEvent as exc:
+            exc.event_id = str(record.get("event_id"))
+            errors.append(exc)
+    if errors:
+        raise InvalidBatch(errors)
+
+
 async def _read_body(request: Request, limit: int) -> bytes | None:
     """The body, or ``None`` as soon as it exceeds ``limit`` bytes (never buffers more)."""
     body = bytearray()
@@ -132,6 +155,7 @@ def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
             )
         try:
             events = dedupe_batch(parse_events(body))
+            _check_storable(body)
         except InvalidBatch as exc:
             return _error(422, "invalid_events", f"{len(exc.errors)} invalid record(s); "
                           + _REJECTED, errors=[e.as_dict() for e in exc.errors])

@@ -266,3 +266,21 @@ async def test_bus_failure_is_503_asking_for_a_retry() -> None:
     assert r.status_code == 503
     assert r.json()["error"] == "bus_unavailable"
     assert "broker unreachable" in r.json()["message"]
+
+
+async def test_nul_character_is_422(client: httpx.AsyncClient, bus: InProcessBus) -> None:
+    r = await post(client, [event(1), event(2, comment="a\x00b")])
+    assert r.status_code == 422
+    assert r.json()["errors"] == [
+        {"index": 1, "event_id": "00000000-0000-0000-0000-000000000002",
+         "reason": "invalid_fields",
+         "problems": [{"field": "comment",
+                       "expected": "text without NUL characters (PostgreSQL cannot store U+0000)",
+                       "received": "a string containing \\u0000"}]}
+    ]
+    assert bus.topic_size(TOPIC) == 0
+
+
+async def test_escaped_backslash_u0000_is_ordinary_text(client: httpx.AsyncClient) -> None:
+    r = await post(client, event(1, comment="C:\\u0000 is a path, not a NUL"))
+    assert r.status_code == 202

@@ -340,3 +340,35 @@ async def test_conflicting_duplicates_within_and_across_batches(
     ]
     assert [m.value for m in letters] == [json.dumps(changed).encode(),
                                           json.dumps(event(2, score=1, thumbs=...)).encode()]
+
+
+async def test_nul_character_goes_to_the_dlq_not_into_a_poison_loop(
+    recorder: RecorderService, pool: asyncpg.Pool, bus: InProcessBus
+) -> None:
+    bad = json.dumps(event(2, thumbs="down", comment="a\x00b")).encode()
+    await recorder.on_feedback_events(batch(response(1), bad))
+    assert await n_events(pool) == 1
+    [letter] = bus.messages(T.feedback_dlq)
+    assert letter.value == bad
+    assert json.loads(letter.headers["x-dlq-detail"]) == {
+        "index": None, "event_id": eid(2), "reason": "invalid_fields",
+        "problems": [{"field": "comment",
+                      "expected": "text without NUL characters (PostgreSQL cannot store U+0000)",
+                      "received": "a string containing \\u0000"}]}
+
+
+async def test_resend_spelled_differently_is_the_same_event(
+    recorder: RecorderService, pool: asyncpg.Pool, bus: InProcessBus
+) -> None:
+    """Omitted null fields, another UTC spelling and key order do not make a conflict."""
+    first = event(2, thumbs="down", occurred_at="2025-03-01T12:00:00Z")
+    again = {"comment": None, **event(2, thumbs="down", occurred_at="2025-03-01T14:00:00+02:00"),
+             "score": None}
+    await recorder.on_feedback_events(batch(first))
+    await recorder.on_feedback_events(batch(again, start=1))
+    assert bus.topic_size(T.feedback_dlq) == 0
+    assert await n_events(pool) == 1
+    assert recorder.stats.stored == 1 and recorder.stats.already_stored == 1
+    # the stored payload is the first sending's JSON, as it arrived
+    [row] = await rows(pool, "SELECT payload, occurred_at FROM events")
+    assert row["payload"] == first and row["occurred_at"].isoformat() == "2025-03-01T12:00:00+00:00"
