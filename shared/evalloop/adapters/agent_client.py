@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal
@@ -122,10 +123,18 @@ class AgentClient:
         """Close the connection pool."""
         await self._client.aclose()
 
-    async def _attempt(self, payload: dict[str, object]) -> tuple[bytes, str | None, int]:
+    async def _attempt(self, payload: dict[str, object], on_sent: Callable[[], None] | None
+                       ) -> tuple[bytes, str | None, int]:
+        extensions = None
+        if on_sent is not None:
+            async def trace(event: str, info: dict[str, object]) -> None:
+                if event.endswith("send_request_body.complete"):
+                    on_sent()
+            extensions = {"trace": trace}
         try:
             async with asyncio.timeout(self.timeout_s):
-                response = await self._client.post(self.endpoint, json=payload)
+                response = await self._client.post(self.endpoint, json=payload,
+                                                   extensions=extensions)
         except TimeoutError as exc:
             raise _Retryable("timeout", f"no complete answer within {self.timeout_s:g} s") \
                 from exc
@@ -139,11 +148,13 @@ class AgentClient:
             raise _Retryable("http_5xx", f"HTTP {status}: {response.text[:200]}", status)
         return response.content, response.headers.get("content-type"), status
 
-    async def ask(self, text: str) -> AgentReply:
+    async def ask(self, text: str, *, on_sent: Callable[[], None] | None = None) -> AgentReply:
         """Send one user message and return the agent's answer.
 
         Args:
             text: the user's message (the eval case's input).
+            on_sent: called when the request body is on the wire (each attempt); the runner
+                uses it to score the previous answer while this one is awaited.
 
         Returns:
             The extracted answer with its format, latency and attempt count.
@@ -161,7 +172,7 @@ class AgentClient:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempts - 1))
             attempts += 1
             try:
-                body, ctype, status = await self._attempt(payload)
+                body, ctype, status = await self._attempt(payload, on_sent)
             except _Retryable as exc:
                 last = exc
                 continue

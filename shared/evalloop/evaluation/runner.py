@@ -5,7 +5,10 @@ the answer with the pure gates and flags of :mod:`evalloop.core.evaluation`, and
 :class:`~evalloop.core.evaluation.results.EvalRun`. Concurrency is bounded by a fixed pool of
 worker tasks in one :class:`asyncio.TaskGroup` (memory does not grow with the number of cases);
 results keep case order. An agent failure is a per-case ``agent_error`` result, never an
-exception; a bug (any other exception) cancels the run and propagates.
+exception; a bug (any other exception) cancels the run and propagates. Scoring (gates, flags,
+records: CPU work) runs in one scorer task fed by the fetching workers and starts on an answer
+only once its worker's next request is on the wire, so it overlaps the wait on the agent
+instead of adding to every round trip.
 
 :func:`write_outputs` writes ``evals-results-<timestamp>.json`` and
 ``evals-summary-<timestamp>.txt``; :func:`rich_progress` is the progress bar the CLI shows.
@@ -24,7 +27,7 @@ from uuid import UUID, uuid4
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from evalloop.adapters.agent_client import AgentCallError, AgentClient
+from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentReply
 from evalloop.core.evaluation.cases import EvalCase, EvalCaseError
 from evalloop.core.evaluation.extract import MalformedResponse, extract_text
 from evalloop.core.evaluation.report import render_summary
@@ -39,18 +42,30 @@ ResponseSource = AgentClient | Mapping[str, str]
 ProgressCallback = Callable[[CaseResult], None]
 
 
-async def _answer(case: EvalCase, source: ResponseSource, label: str) -> CaseResult:
+#: What one case produced before scoring: an agent reply, an agent failure, canned text, or
+#: nothing (a canned source without this id).
+_Raw = AgentReply | AgentCallError | str | None
+
+
+async def _fetch(case: EvalCase, source: ResponseSource,
+                 on_sent: Callable[[], None] | None) -> _Raw:
     if isinstance(source, AgentClient):
         try:
-            reply = await source.ask(case.input)
+            return await source.ask(case.input, on_sent=on_sent)
         except AgentCallError as exc:
-            return error_result(case, exc.failure, latency_ms=exc.elapsed_ms)
-        return score_response(case, reply.text, response_format=reply.format,
-                              latency_ms=reply.latency_ms, attempts=reply.attempts)
-    text = source.get(case.id)
-    if text is None:
+            return exc
+    return source.get(case.id)
+
+
+def _score(case: EvalCase, raw: _Raw, label: str) -> CaseResult:
+    if isinstance(raw, AgentReply):
+        return score_response(case, raw.text, response_format=raw.format,
+                              latency_ms=raw.latency_ms, attempts=raw.attempts)
+    if isinstance(raw, AgentCallError):
+        return error_result(case, raw.failure, latency_ms=raw.elapsed_ms)
+    if raw is None:
         return unscored_result(case, f"no response for this id in {label}")
-    return score_response(case, text, response_format="canned", attempts=0)
+    return score_response(case, raw, response_format="canned", attempts=0)
 
 
 async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurrency: int = 8,
@@ -87,18 +102,38 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     started = datetime.now(UTC)
     results: list[CaseResult | None] = [None] * len(cases)
     queue = iter(enumerate(cases))
+    fetched: asyncio.Queue[tuple[int, EvalCase, _Raw, asyncio.Event] | None] = asyncio.Queue()
 
     async def worker() -> None:
-        # a shared iterator: next() never yields to the loop, so no two workers take one case
+        # A shared iterator: next() never yields to the loop, so no two workers take one case.
+        # Each answer goes to the scorer with an event that this worker sets once its *next*
+        # request is on the wire (or it has none): scoring -- CPU work in this same thread --
+        # then runs while the agent computes, never between an answer and the next request.
+        released: asyncio.Event | None = None
         for index, case in queue:
-            result = await _answer(case, source, responses_label)
+            raw = await _fetch(case, source, released.set if released else None)
+            if released is not None:
+                released.set()
+            released = asyncio.Event()
+            fetched.put_nowait((index, case, raw, released))
+        if released is not None:
+            released.set()
+
+    async def scorer() -> None:
+        while (item := await fetched.get()) is not None:
+            index, case, raw, ready = item
+            await ready.wait()
+            result = _score(case, raw, responses_label)
             results[index] = result
             if progress is not None:
                 progress(result)
 
     async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, len(cases))):
-            group.create_task(worker())
+        group.create_task(scorer())
+        async with asyncio.TaskGroup() as workers:
+            for _ in range(min(concurrency, len(cases))):
+                workers.create_task(worker())
+        fetched.put_nowait(None)
     done = [r for r in results if r is not None]
     assert len(done) == len(cases)
     return EvalRun(

@@ -68,6 +68,8 @@ _TERMINAL = re.compile(r"[.!?)\]\"'`:*\u2026\u3002]\s*$|[\U0001F300-\U0001FAFF]\
 _PLACEHOLDER = re.compile(
     r"\[(?:insert|name|todo|tbd|placeholder|your [a-z ]+|x+)\b[^\]]*\]|\(insert [^)]*\)|"
     r"<insert[^>]*>|\{\{[^}]*\}\}|\bTODO\b|\bTBD\b|lorem ipsum|_{4,}|\bXXX+\b", re.IGNORECASE)
+#: Every placeholder pattern contains one of these (a cheap pre-check).
+_PLACEHOLDER_MARKERS = ("[", "(insert", "<insert", "{{", "todo", "tbd", "lorem", "____", "xxx")
 _PII: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
     ("national_id", re.compile(r"\b[STFGM]\d{7}[A-Z]\b|\b\d{3}-\d{3}-\d{3}\b")),
@@ -75,39 +77,40 @@ _PII: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("phone", re.compile(r"(?<![\w$.,/-])(?:\+\d{1,3}[ -]?)?(?:\(\d{2,4}\)[ -]?)?"
                          r"\d{3,4}[ -]?\d{3,4}(?:[ -]?\d{3,4})?(?![\w%/-])")),
 )
+_DIGITS = re.compile(r"\d{3}")
 _DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?\S*)?\b")
+#: Matched against the lower-cased answer.
 _CITATION = re.compile(
     r"\[\d+\]|\(source|\bsources?:|\baccording to\b|\bsection \d|\bparagraph \d|\bclause \d|"
-    r"\bpolicy\b|\bhandbook\b|\bguide\b|\bper the\b|\bunder the\b", re.IGNORECASE)
+    r"\bpolicy\b|\bhandbook\b|\bguide\b|\bper the\b|\bunder the\b")
 _NO_ANSWER = re.compile(
     r"\b(?:i|we) (?:could not|couldn't|cannot|can't|did not|didn't|was unable to|am unable to|"
     r"was not able to|wasn't able to) (?:find|locate)\b|\bi (?:do not|don't) know\b|"
     r"\bi(?: am|'m) not sure\b|\bno information (?:about|on)\b|\bnot (?:covered|mentioned|"
-    r"addressed) (?:in|by) the (?:policy|policies|handbook|documents?)\b", re.IGNORECASE)
-_AI = re.compile(r"\bas an ai\b(?: language model)?", re.IGNORECASE)
+    r"addressed) (?:in|by) the (?:policy|policies|handbook|documents?)\b")
+_AI = re.compile(r"\bas an ai\b(?: language model)?")
 _STOPWORDS = frozenset(
     "the a an and or of to in on for is are was be it that this you your i we with as at by "
     "from can will not do does have has if my our their they he she what how when which".split())
 
 
+_SCRIPT_RANGES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
+    ("cyrillic", re.compile(r"[\u0400-\u052f]")),
+    ("hebrew_arabic", re.compile(r"[\u0590-\u06ff]")),
+    ("indic_thai", re.compile(r"[\u0900-\u0e7f]")),
+    ("cjk", re.compile(r"[\u3040-\u9fff\uac00-\ud7af]")),
+)
+
+
 def _scripts(text: str) -> Counter[str]:
+    if text.isascii():
+        return Counter({"latin": sum(ch.isalpha() for ch in text)})
     counts: Counter[str] = Counter()
-    for ch in text:
-        if not ch.isalpha():
-            continue
-        code = ord(ch)
-        if code < 0x250:
-            counts["latin"] += 1
-        elif 0x400 <= code < 0x530:
-            counts["cyrillic"] += 1
-        elif 0x590 <= code < 0x700:
-            counts["hebrew_arabic"] += 1
-        elif 0x900 <= code < 0xE80:
-            counts["indic_thai"] += 1
-        elif 0x3040 <= code < 0xA000 or 0xAC00 <= code < 0xD7B0:
-            counts["cjk"] += 1
-        else:
-            counts["other"] += 1
+    for name, pattern in _SCRIPT_RANGES:
+        n = len(pattern.findall(text))
+        if n:
+            counts[name] = n
     return counts
 
 
@@ -119,6 +122,12 @@ def _english_ratio(text: str) -> tuple[float, int]:
 
 
 def _language_mismatch(question: str, answer: str) -> str | None:
+    if question.isascii() and answer.isascii():
+        q_ratio, q_words = _english_ratio(question)
+        if q_words < 4 or q_ratio < 0.15:
+            return None
+        a_ratio, a_words = _english_ratio(answer)
+        return "question in English, answer not" if a_words >= 8 and a_ratio < 0.05 else None
     qs, as_ = _scripts(question), _scripts(answer)
     if not qs or not as_:
         return None
@@ -133,19 +142,23 @@ def _language_mismatch(question: str, answer: str) -> str | None:
     return None
 
 
-def _repeated(text: str) -> str | None:
-    norm = [re.sub(r"\W+", " ", s.lower()).strip() for s in split_sentences(text)]
+def _repeated(text: str, sentences: list[str]) -> str | None:
+    norm = [re.sub(r"\W+", " ", s.lower()).strip() for s in sentences]
     counts = Counter(s for s in norm if len(s.split()) >= 4)
     dup = next((s for s, n in counts.items() if n >= 2), None)
     if dup:
         return f"sentence repeated: {dup[:60]!r}"
-    words = re.findall(r"\w+", text.lower())
+    words = text.lower().split()
+    if len(words) < 24:
+        return None  # three 8-word runs need 24 words
     grams = Counter(tuple(words[i:i + 8]) for i in range(len(words) - 7))
     run = next((g for g, n in grams.items() if n >= 3), None)
     return f"8-word run repeated 3+ times: {' '.join(run)!r}" if run else None
 
 
 def _pii(question: str, answer: str) -> str | None:
+    if "@" not in answer and not _DIGITS.search(answer):
+        return None  # every PII pattern needs an "@" or a run of digits
     answer_clean = _DATE_TIME.sub(" ", answer)
     found = []
     for kind, pattern in _PII:
@@ -174,6 +187,7 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
     text = response.strip()
     words = text.split()
     refusal, escalation = gates
+    lowered = text.lower()
     out: list[Flag] = []
     if not text:
         return [Flag("response_empty", "no text in the response")]
@@ -185,10 +199,11 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
         out.append(Flag("response_very_long", f"{len(words)} words"))
     if len(words) >= 20 and not _TERMINAL.search(text):
         out.append(Flag("possibly_truncated", f"ends with {text[-30:]!r}"))
-    rep = _repeated(text)
+    rep = _repeated(text, list(analysis.sentences) or split_sentences(text))
     if rep:
         out.append(Flag("repeated_text", rep))
-    placeholder = _PLACEHOLDER.search(text)
+    placeholder = _PLACEHOLDER.search(text) if any(
+        marker in lowered for marker in _PLACEHOLDER_MARKERS) else None
     if placeholder:
         out.append(Flag("contains_placeholder", f"found {placeholder.group(0)[:40]!r}"))
     pii = _pii(case.input, text)
@@ -196,21 +211,22 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
         out.append(Flag("possible_pii", pii))
     if case.context_chunks and not case.should_refuse and analysis.substantive > 0 \
             and not any(chunk in text for chunk in case.context_chunks) \
-            and not _CITATION.search(text):
+            and not _CITATION.search(lowered):
         out.append(Flag("no_citation_when_context_expected",
                         f"expected a reference to {', '.join(case.context_chunks[:3])}"))
     mismatch = _language_mismatch(case.input, text)
     if mismatch:
         out.append(Flag("language_mismatch", mismatch))
-    if _NO_ANSWER.search(text):
+    if _NO_ANSWER.search(lowered.replace("\u2019", "'")):
         out.append(Flag("states_no_answer", "the agent says it could not find the answer"))
     if not case.should_refuse and refusal.observed and refusal.passed:
         out.append(Flag("partial_refusal", f"declined: {refusal.evidence}"))
     if not case.should_escalate and escalation.observed and escalation.passed:
         out.append(Flag("unneeded_escalation", f"hand-off: {escalation.evidence}"))
-    ai = _AI.search(text)
+    ai = _AI.search(lowered)
     if ai:
-        out.append(Flag("boilerplate_ai_disclaimer", f"found {ai.group(0)!r}"))
+        found = text[ai.start():ai.end()]
+        out.append(Flag("boilerplate_ai_disclaimer", f"found {found!r}"))
     return out
 
 

@@ -90,17 +90,23 @@ _TYPOGRAPHIC = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u20
                               "\u2014": " - ", "\u2013": " - ", "\u00a0": " "})
 _DOUBLE_QUOTED = re.compile(r'"[^"]{1,400}"')
 _SINGLE_QUOTED = re.compile(r"(?<![a-z0-9])'[^']{3,400}?'(?![a-z0-9])")
-_CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p), r) for p, r in (
-        (r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
-        (r"n't\b", " not"), (r"'m\b", " am"), (r"'re\b", " are"), (r"'ll\b", " will"),
-        (r"'ve\b", " have"), (r"\b(i|you|we|they|he|she|it|that)'d\b", r"\1 would"),
-        (r"\b(it|that|there|here|what|who|this|he|she|where|how|everything|nothing)'s\b",
-         r"\1 is"),
-        (r"\bcan not\b", "cannot"), (r"\blet's\b", "let us"),
-        (r"\b(?:please )?do not hesitate to\b", "please"),
-        (r"\bdo not forget to\b", "please"),
-    ))
+_WORD_CONTRACTION = re.compile(
+    r"\b(?:can't|won't|shan't|let's|(?:i|you|we|they|he|she|it|that)'d|(?:it|that|there|here|"
+    r"what|who|this|he|she|where|how|everything|nothing)'s)\b|n't\b|'(?:m|re|ll|ve)\b")
+_FIXED_CONTRACTIONS = {"can't": "cannot", "won't": "will not", "shan't": "shall not",
+                       "let's": "let us", "n't": " not", "'m": " am", "'re": " are",
+                       "'ll": " will", "'ve": " have"}
+_PHRASES = re.compile(r"\bcan not\b|\b(?:please )?do not hesitate to\b|\bdo not forget to\b")
+
+
+def _expand(match: re.Match[str]) -> str:
+    word = match.group(0)
+    fixed = _FIXED_CONTRACTIONS.get(word)
+    if fixed is not None:
+        return fixed
+    return word[:-2] + (" would" if word.endswith("'d") else " is")
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:[,;:]|\s-\s|\(|\)|\b(?:but|however|although|though|while|whereas|yet)\b)\s*")
@@ -123,9 +129,9 @@ def _normalise(sentence: str) -> str:
     s = sentence.translate(_TYPOGRAPHIC).lower()
     s = _DOUBLE_QUOTED.sub(' "..." ', s)
     s = _SINGLE_QUOTED.sub(' "..." ', s)
-    for pattern, repl in _CONTRACTIONS:
-        s = pattern.sub(repl, s)
-    return re.sub(r"\s+", " ", s).strip()
+    s = _WORD_CONTRACTION.sub(_expand, s)
+    s = _PHRASES.sub(lambda m: "cannot" if m.group(0) == "can not" else "please", s)
+    return " ".join(s.split())
 
 
 # --------------------------------------------------------------------------- refusal patterns
@@ -170,6 +176,8 @@ _IMPERSONAL_DECLINES = tuple(re.compile(p) for p in (
     r"\b(?:my|our) (?:guidelines|instructions|rules|policy|policies|configuration|role|"
     r"programming) (?:do not|does not|would not|will not|cannot) (?:allow|permit|let) me\b",
 ))
+#: The impersonal declines as one alternation: one scan of the clause instead of ten.
+_ANY_IMPERSONAL = re.compile("|".join(f"(?:{p.pattern})" for p in _IMPERSONAL_DECLINES))
 _HEDGE = re.compile(r"\b(?:sorry|afraid|unfortunately|regret)\b(?! (?:to hear|for|about))")
 _CONFIDENTIAL = re.compile(r"\b(?:is|are) (?:strictly |highly )?(?:confidential|private|"
                            r"restricted|not (?:something )?(?:i|we) can share)\b")
@@ -310,6 +318,13 @@ _COURTESY_CLAUSE = re.compile(
     r"i am here to help|i am happy to|i would be happy to|happy to|glad to|okay|ok|yes|no|nope|"
     r"absolutely|great question|understood|alright)\b")
 
+#: Cheap pre-filters (a clause without any of these words cannot match a pattern below them;
+#: they keep scoring well under a millisecond per answer, see benchmarks/runner.py).
+_DECLINE_HINT = re.compile(
+    r"\b(?:not|cannot|never|no|nope|declin\w*|refus\w*|unable|rather|prefer|afraid|sorry|"
+    r"unfortunately|regret\w*|off-limits|off|outside|beyond|pass|turn|confidential|private|"
+    r"restricted|say)\b")
+
 # --------------------------------------------------------------------------- model
 
 
@@ -345,12 +360,14 @@ class Analysis:
         escalation: the first hand-off found, or ``None``.
         substantive: number of clauses that answer (neither decline, escalation nor courtesy).
         clauses: every clause with its role (for evidence and debugging).
+        sentences: the response's sentences, verbatim (:func:`split_sentences`).
     """
 
     refusal: Match | None
     escalation: Match | None
     substantive: int
     clauses: tuple[Clause, ...]
+    sentences: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,6 +420,8 @@ def _excluded(verb: str) -> bool:
 
 def _decline_in(clause: str, sentence_norm: str) -> str | None:
     """Return the decline kind in one normalised clause, or None."""
+    if not _DECLINE_HINT.search(clause):
+        return None
     m = _FIRST_PERSON_DECLINE.search(clause)
     if m:
         verb, neg, rest = m.group("verb"), m.group("neg"), m.group("rest")
@@ -429,9 +448,8 @@ def _decline_in(clause: str, sentence_norm: str) -> str | None:
         return "decline"
     if _HEDGE.search(sentence_norm) and _CONFIDENTIAL.search(clause):
         return "impersonal"
-    for pattern in _IMPERSONAL_DECLINES:
-        if pattern.search(clause):
-            return "performative" if re.search(r"declin|refus|say no", clause) else "impersonal"
+    if _ANY_IMPERSONAL.search(clause):
+        return "performative" if re.search(r"declin|refus|say no", clause) else "impersonal"
     return None
 
 
@@ -498,11 +516,14 @@ def analyse(response: str) -> Analysis:
     refusal: Match | None = None
     escalation: Match | None = None
     clauses: list[Clause] = []
-    for sentence in split_sentences(response):
+    sentences = split_sentences(response)
+    for sentence in sentences:
         norm = _normalise(sentence)
+        # every escalation pattern needs a human target, "escalate" or "transfer"
+        hand_off_possible = bool("escalat" in norm or "transfer" in norm or _TARGET.search(norm))
         for clause in _clauses(norm):
             role: Literal["decline", "escalation", "courtesy", "substantive"]
-            esc = _escalation_in(clause, norm)
+            esc = _escalation_in(clause, norm) if hand_off_possible else None
             dec = _decline_in(clause, norm)
             if esc:
                 role = "escalation"
@@ -525,7 +546,7 @@ def analyse(response: str) -> Analysis:
             if kind:
                 refusal = Match(kind, sentence)
     substantive = sum(1 for c in clauses if c.role == "substantive")
-    return Analysis(refusal, escalation, substantive, tuple(clauses))
+    return Analysis(refusal, escalation, substantive, tuple(clauses), tuple(sentences))
 
 
 # --------------------------------------------------------------------------- gates
