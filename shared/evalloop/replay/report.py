@@ -79,6 +79,8 @@ def _rates(report: DemoReport, console: Console) -> None:
     for col in ("agent", "peak (window end)", "at the end", "denominator", "monitor"):
         summary.add_column(col)
     lines = []
+    longest = max((len(p) for p in report.rates.values()), default=0)
+    hourly = console.width >= longest + 35  # one block per hour when the terminal is wide
     for agent, points in report.rates.items():
         judged = [p for p in points if p.turns >= report.min_turns]
         peak = max(judged, key=lambda p: p.rate, default=None)
@@ -90,11 +92,14 @@ def _rates(report: DemoReport, console: Console) -> None:
             last.denominator if last else "-",
             _verdict(report, agent, points),
         )
-        every2h = [p.rate for p in points][1::2]
-        top = max(every2h, default=0.0)
-        lines.append(f"{agent:<19} {sparkline(every2h, top)}  max {top:.1%}")
+        rates = [p.rate for p in points]
+        if not hourly:
+            rates = rates[1::2]
+        top = max(rates, default=0.0)
+        lines.append(f"{agent:<19} {sparkline(rates, top)}  max {top:.1%}")
     console.print(summary)
-    console.print("the same, every 2 hours (scaled to each agent's max):")
+    step = "hour" if hourly else "2 hours"
+    console.print(f"the 24 h rate every {step} (window ends; scaled to each agent's max):")
     for line in lines:
         console.print("  " + line, highlight=False)
     timeline = Table(title="24 h negative rate every 6 hours (window end, UTC)",

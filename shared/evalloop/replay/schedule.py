@@ -203,6 +203,12 @@ class Schedule:
         if self.incident:
             s, e, agent = self.incident
             lines.append(f"incident: {agent} from {s:%Y-%m-%d %H:%M} to {e:%Y-%m-%d %H:%M} UTC")
+        late = sum(a.late_turns for a in self.agents.values())
+        if late:
+            lines.append(
+                f"late: {late} turns delivered 1-6 h after their event time (they count in "
+                "the window of their event time)"
+            )
         for a in self.agents.values():
             crossing = f"{a.first_crossing:%m-%d %H:%M}" if a.first_crossing else "never"
             peak = (
