@@ -19,8 +19,10 @@ What is measured, in one run (issue 3, "Benchmarks"):
 * at concurrency 1, 8 and 32; for each, after one untimed warm-up of each, ``--rounds`` rounds
   run both back to back in alternating order; the printed ratio is the median of the per-round
   ratios (the machine is shared with other work: pairing cancels its drift), the rates are
-  medians. The agent runs single-threaded (``OMP_NUM_THREADS=1``...), so on 2 cores the
-  client has a core of its own.
+  medians, and the client's CPU time per case (``time.process_time``) is printed beside them:
+  on a machine shared with other work it is the steadier measure of the runner's own cost.
+  The agent runs single-threaded (``OMP_NUM_THREADS=1``...), so on 2 cores the client has a
+  core of its own when nothing else runs.
 
 Target: runner >= 0.9 of bare httpx at every concurrency. Exit status 0 unless ``--strict``
 and a ratio is below the target.
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import httpx
 from evalloop.adapters.agent_client import AgentClient
@@ -60,8 +63,8 @@ def _workload(n: int) -> list[EvalCase]:
             for i in range(n)]
 
 
-async def _bare(url: str, cases: Sequence[EvalCase], concurrency: int) -> float:
-    """Seconds for bare httpx to POST every case and read every body."""
+async def _bare(url: str, cases: Sequence[EvalCase], concurrency: int) -> tuple[float, float]:
+    """(wall s, client CPU s) for bare httpx to POST every case and read every body."""
     queue = iter(cases)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
@@ -72,19 +75,19 @@ async def _bare(url: str, cases: Sequence[EvalCase], concurrency: int) -> float:
                 r.raise_for_status()
                 _ = r.content
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         async with asyncio.TaskGroup() as group:
             for _ in range(concurrency):
                 group.create_task(worker())
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
 
 
-async def _runner(url: str, cases: Sequence[EvalCase], concurrency: int) -> float:
-    """Seconds for run_eval (full scoring path) over the same cases."""
+async def _runner(url: str, cases: Sequence[EvalCase], concurrency: int) -> tuple[float, float]:
+    """(wall s, client CPU s) for run_eval (full scoring path) over the same cases."""
     async with AgentClient(url, max_connections=concurrency, retries=0) as client:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         run = await run_eval(cases, client, concurrency=concurrency)
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - start, time.process_time() - cpu
     if run.summary.agent_errors:
         raise RuntimeError(f"agent errors during the benchmark: {run.summary.agent_error_cases}")
     return elapsed
@@ -111,31 +114,43 @@ def _start_agent(port: int, fmt: str, delay_ms: float) -> subprocess.Popen[bytes
     raise RuntimeError("reference agent did not become healthy within 60 s")
 
 
-async def measure(url: str, cases: list[EvalCase], rounds: int
-                  ) -> list[tuple[int, float, float, float]]:
-    """Per concurrency: ``(concurrency, bare cases/s, runner cases/s, ratio)``.
+@dataclass
+class Level:
+    """Medians at one concurrency: cases/s, the paired ratio, client CPU ms per case."""
 
-    Rates are medians over ``rounds``; the ratio is the median of the per-round ratios (each
-    round runs both back to back, in alternating order), which cancels the drift of a shared
-    machine better than a ratio of medians.
+    concurrency: int
+    bare_rate: float
+    runner_rate: float
+    ratio: float
+    bare_cpu_ms: float
+    runner_cpu_ms: float
+
+
+async def measure(url: str, cases: list[EvalCase], rounds: int) -> list[Level]:
+    """Measure every concurrency level.
+
+    Rates and CPU are medians over ``rounds``; the ratio is the median of the per-round ratios
+    (each round runs both back to back, in alternating order), which cancels the drift of a
+    shared machine better than a ratio of medians.
     """
     out = []
+    n = len(cases)
     for c in CONCURRENCY:
         await _bare(url, cases[:64], c)  # warm-up: connections, agent caches
         await _runner(url, cases[:64], c)
-        bare, runner, ratios = [], [], []
+        bare, runner = [], []
         for r in range(rounds):
             if r % 2:
-                rate_r = len(cases) / await _runner(url, cases, c)
-                rate_b = len(cases) / await _bare(url, cases, c)
+                runner.append(await _runner(url, cases, c))
+                bare.append(await _bare(url, cases, c))
             else:
-                rate_b = len(cases) / await _bare(url, cases, c)
-                rate_r = len(cases) / await _runner(url, cases, c)
-            bare.append(rate_b)
-            runner.append(rate_r)
-            ratios.append(rate_r / rate_b)
-        out.append((c, statistics.median(bare), statistics.median(runner),
-                    statistics.median(ratios)))
+                bare.append(await _bare(url, cases, c))
+                runner.append(await _runner(url, cases, c))
+        med = statistics.median
+        out.append(Level(
+            c, med(n / w for w, _ in bare), med(n / w for w, _ in runner),
+            med(b[0] / r_[0] for b, r_ in zip(bare, runner, strict=True)),
+            med(cpu for _, cpu in bare) / n * 1000, med(cpu for _, cpu in runner) / n * 1000))
     return out
 
 
@@ -150,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 below the target")
     args = parser.parse_args(argv)
 
+    load_before = os.getloadavg()[0]
     port = _free_port()
     agent = _start_agent(port, args.format, args.delay_ms)
     try:
@@ -164,13 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"runner benchmark: reference agent (hr, format {args.format}, delay "
           f"{args.delay_ms:g} ms) in its own process; {args.cases} cases x {args.rounds} "
           "rounds; rates are medians, ratio = median of paired per-round ratios")
+    print(f"load average while running: {load_before:.1f} -> {os.getloadavg()[0]:.1f} "
+          f"({os.cpu_count()} cores)")
     print(f"{'concurrency':>11}  {'bare httpx cases/s':>18}  {'runner cases/s':>14}  "
-          f"{'ratio':>5}  target >= {TARGET}")
+          f"{'ratio':>5}  {'client CPU ms/case bare -> runner':>33}  target >= {TARGET}")
     below = False
-    for c, bare, runner, ratio in results:
-        below |= ratio < TARGET
-        print(f"{c:>11}  {bare:>18.1f}  {runner:>14.1f}  {ratio:>5.2f}  "
-              f"{'ok' if ratio >= TARGET else 'BELOW TARGET'}")
+    for lv in results:
+        below |= lv.ratio < TARGET
+        print(f"{lv.concurrency:>11}  {lv.bare_rate:>18.1f}  {lv.runner_rate:>14.1f}  "
+              f"{lv.ratio:>5.2f}  {lv.bare_cpu_ms:>20.2f} -> {lv.runner_cpu_ms:<9.2f}  "
+              f"{'ok' if lv.ratio >= TARGET else 'BELOW TARGET'}")
     return 1 if (below and args.strict) else 0
 
 
