@@ -159,7 +159,8 @@ def run(
     evals: Annotated[Path | None, typer.Option(
         "--evals", help="Eval file: seed 003 YAML or seed 004 golden-set JSON.")] = None,
     golden_set: Annotated[str | None, typer.Option(
-        "--golden-set", help="AGENT[@VERSION]: a golden set stored in PostgreSQL.")] = None,
+        "--golden-set", help="AGENT\\[@VERSION]: a golden set stored in PostgreSQL (latest "
+                             "version unless @VERSION).")] = None,
     set_id: Annotated[str | None, typer.Option(
         "--set", help="Golden-set id, when the agent has several.")] = None,
     category: Annotated[str | None, typer.Option(
