@@ -51,7 +51,9 @@ from evalloop.core.clustering import ClusterParams, case_text, match_cluster_ids
 from evalloop.core.labels import label_clusters
 from evalloop.core.ranking import (
     Prior,
+    RankedCase,
     RankingParams,
+    Selection,
     TriageCase,
     coverage,
     question_key,
@@ -163,6 +165,41 @@ def _valid_vector(blob: bytes | None, dim: int) -> np.ndarray | None:
     return np.frombuffer(blob, dtype="<f4").astype(np.float32)
 
 
+async def _select(
+    embedder: Embedder,
+    short: list[RankedCase],
+    cached: list[np.ndarray | None],
+    priors: list[Prior],
+    prior_vectors: np.ndarray,
+    rp: RankingParams,
+) -> tuple[Selection, np.ndarray, list[int], list[np.ndarray]]:
+    """Select candidates from ``short`` embedding only the questions the walk reaches.
+
+    :func:`select_candidates` walks the ranking greedily, so its result on a prefix is the
+    full result restricted to that prefix: start with ``max_candidates`` + 25% and extend by
+    25% until enough are kept or the shortlist ends. Returns the selection, the question
+    vectors of the prefix walked, and the positions + vectors embedded now (to cache).
+    """
+    step = max(1, rp.max_candidates // 4)
+    upto = min(len(short), rp.max_candidates + step)
+    need_all: list[int] = []
+    fresh_all: list[np.ndarray] = []
+    while True:
+        need = [j for j in range(upto) if cached[j] is None]
+        if need:
+            vecs = await embed(embedder, [short[j].case.question or "" for j in need])
+            for j, v in zip(need, vecs, strict=True):
+                cached[j] = v
+            need_all += need
+            fresh_all += list(vecs)
+        qv = (np.stack([v for v in cached[:upto] if v is not None]) if upto
+              else np.zeros((0, embedder.dimension), np.float32))
+        sel = select_candidates(short[:upto], qv, priors, prior_vectors, rp)
+        if len(sel.kept) >= rp.max_candidates or upto >= len(short):
+            return sel, qv, need_all, fresh_all
+        upto = min(len(short), upto + step)
+
+
 async def recluster_agent(
     pool: asyncpg.Pool,
     embedder: Embedder,
@@ -220,18 +257,11 @@ async def recluster_agent(
                     data.occurred_at, data.questions, strict=True)
             ]
             sizes = {str(i): int(s) for i, s in enumerate(result.sizes.tolist())}
+            # 3x what can be kept per cluster: room for near-duplicates dropped later; only
+            # the questions the selection walk reaches are embedded (_select)
             short = shortlist(score_cases(cases, sizes, max(data.occurred_at), rp),
                               3 * rp.per_cluster)
             dim = embedder.dimension
-            rows = [row_of[UUID(r.case.case_id)] for r in short]
-            cached = [_valid_vector(data.question_embeddings[i], dim) for i in rows]
-            need = [j for j, v in enumerate(cached) if v is None]
-            fresh_q = await embed(embedder, [short[j].case.question or "" for j in need])
-            for j, v in zip(need, fresh_q, strict=True):
-                cached[j] = v
-            qv = (np.stack([v for v in cached if v is not None]) if cached
-                  else np.zeros((0, dim), np.float32))
-
             queue = await queue_priors(conn, agent_id)
             q_vecs = [_valid_vector(r["question_embedding"], dim) for r in queue]
             q_need = [j for j, v in enumerate(q_vecs) if v is None]
@@ -242,10 +272,14 @@ async def recluster_agent(
                 Prior("queue", str(r["candidate_id"]), r["question_key"]) for r in queue]
             pv = np.vstack([g_question.reshape(-1, dim)] + [v[None, :] for v in q_vecs
                                                             if v is not None])
-            sel = select_candidates(short, qv, priors, pv, rp)
+            rows = [row_of[UUID(r.case.case_id)] for r in short]
+            sel, qv, need, fresh_q = await _select(
+                embedder, short, [_valid_vector(data.question_embeddings[i], dim) for i in rows],
+                priors, pv, rp,
+            )
             report.kept = len(sel.kept)
             report.dropped = dict(Counter(d.reason for d in sel.dropped))
-            qv_of = {short[j].case.case_id: qv[j] for j in range(len(short))}
+            qv_of = {short[j].case.case_id: qv[j] for j in range(qv.shape[0])}
             details = await case_details(conn, [UUID(r.case.case_id) for r in sel.kept])
             t4 = time.perf_counter()
             report.seconds["rank"] = t4 - t3
@@ -263,7 +297,7 @@ async def recluster_agent(
                 ])
                 if need:
                     await set_question_embeddings(
-                        conn, [data.case_ids[rows[j]] for j in need], fresh_q)
+                        conn, [data.case_ids[rows[j]] for j in need], np.stack(fresh_q))
                 queue_rows = []
                 for r in sel.kept:
                     d = details[UUID(r.case.case_id)]
