@@ -305,3 +305,31 @@ async def _snapshot(pool: asyncpg.Pool) -> tuple[object, ...]:
                              "review_queue ORDER BY candidate_id")
     return tuple(map(tuple, cases)), tuple(map(tuple, clusters)), tuple(map(tuple, queue))
 
+
+
+async def test_golden_set_covers_its_cluster_and_blocks_its_question(
+    service: TriageService, running: InProcessBus, pool: asyncpg.Pool
+) -> None:
+    from evalloop.adapters.golden_store import import_golden_set
+    from evalloop.core.evaluation.cases import EvalCase, EvalSet
+
+    cases = all_cases()
+    golden_q = cases[5].question  # the operator-corrected refund question: ranked first
+    assert golden_q is not None
+    await import_golden_set(pool, EvalSet(
+        set_id="airline-core", source="test", format="golden_json",
+        cases=(EvalCase(id="g1", input=golden_q, expected_answer=TOPICS["refund"][2]),),
+    ), agent_id=AGENT)
+    await send(running, cases)
+
+    clusters = await pool.fetch(
+        "SELECT cluster_id, size, golden_cases, covered_by_golden FROM clusters "
+        "ORDER BY size DESC")
+    assert [(c["size"], c["golden_cases"], c["covered_by_golden"]) for c in clusters] == [
+        (6, 1, True), (5, 0, False), (4, 0, False)]
+    report = service.last_reports[AGENT]
+    assert report.uncovered == [c["cluster_id"] for c in clusters[1:]]
+    assert report.dropped.get("in_golden_set") == 1
+    questions = {r["question"] for r in await pool.fetch("SELECT question FROM review_queue")}
+    assert golden_q not in questions
+    assert await pool.fetchval("SELECT count(*) FROM review_queue") == 6  # refund: the next two
