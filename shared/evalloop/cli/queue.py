@@ -96,7 +96,10 @@ def list_cmd(
         rows, clusters = asyncio.run(_fetch(
             resolve_dsn(settings.postgres), agent, None if status == "all" else status, limit))
     except EvalloopError as exc:
-        Console(stderr=True).print(f"[red]cannot list the review queue:[/red] {exc}")
+        hint = ("\n(no triage tables: run the services or `evalloop demo` against this "
+                "database first; they apply the migrations)" if "does not exist" in str(exc)
+                else "")
+        Console(stderr=True).print(f"[red]cannot list the review queue:[/red] {exc}{hint}")
         raise typer.Exit(1) from exc
     groups = group_by_cluster(rows)
     uncovered = [
