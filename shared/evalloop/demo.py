@@ -26,7 +26,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -90,7 +90,7 @@ class DemoOptions:
 
 @dataclass
 class DemoReport:
-    """Everything the demo found (rendered by :mod:`evalloop.demo_report`, asserted by tests).
+    """Everything the demo found (rendered by :func:`evalloop.replay.report.render`).
 
     Attributes:
         dsn: the demo database; ``kept``: whether it still exists.
@@ -302,7 +302,7 @@ async def _replay_and_drain(
 
 
 async def run_demo(options: DemoOptions, console: Console | None = None) -> DemoReport:
-    """Run the demo and return what it found (render it with ``demo_report.render``).
+    """Run the demo and return what it found (render it with ``replay.report.render``).
 
     Raises:
         StorageError: PostgreSQL could not be started or migrated.
@@ -428,8 +428,3 @@ async def _triage_view(
         " confidence, cardinality(evidence_event_ids) AS evidence FROM review_queue"
         " WHERE status = 'pending' ORDER BY confidence DESC, candidate_id LIMIT $1", candidates)
     return out, [dict(c) for c in cands]
-
-
-def options_with(options: DemoOptions, **changes: Any) -> DemoOptions:
-    """``options`` with ``changes`` applied (a frozen dataclass)."""
-    return replace(options, **changes)
