@@ -331,8 +331,8 @@ class RecorderService(Service):
                     redelivered_turns.add(item.key)
         for item in repeats:  # compared with the copy that was kept (stored first wins)
             event_id = item.event.event_id
-            conflict = conflicts.get(event_id)
-            kept = conflict.stored if conflict is not None else _content(unique[event_id].event)
+            earlier = conflicts.get(event_id)
+            kept = earlier.stored if earlier is not None else _content(unique[event_id].event)
             again = _content(item.event)
             fields = sorted(k for k in kept.keys() | again.keys()
                             if k not in VOLATILE_FIELDS and kept.get(k) != again.get(k))

@@ -113,9 +113,9 @@ def check_storable(raw: bytes | str, *, index: int | None = None) -> None:
     Raises:
         InvalidEvent: ``invalid_fields`` naming the first field that holds a NUL character.
     """
-    marker = "\\u0000"
-    if (marker.encode() if isinstance(raw, bytes) else marker) not in raw:
-        return  # the only way JSON text can spell NUL
+    # "\\u0000" is the only way JSON text can spell NUL (a raw NUL byte is not JSON)
+    if b"\\u0000" not in raw if isinstance(raw, bytes) else "\\u0000" not in raw:
+        return
     path = _nul_path(json.loads(raw))
     if path is not None:
         raise InvalidEvent(
