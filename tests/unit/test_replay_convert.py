@@ -10,13 +10,17 @@ import collections
 import gzip
 import hashlib
 import json
+import random
+from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID, uuid5
 
 import pytest
 from evalloop.agent.kb import shared_data_dir
+from evalloop.events import UserRating
 from evalloop.replay.corpus import SAMPLE_DIR, SAMPLE_FILE, load_sample, read_turns, write_turns
 from evalloop.replay.feedbackqa import load_feedbackqa
+from evalloop.replay.schedule import turn_events
 from evalloop.replay.taubench import load_taubench, who_asked
 from evalloop.replay.turns import Rating, Turn, event_id_for, thumbs_for
 
@@ -116,6 +120,47 @@ def test_taubench_episodes(tau: list[Turn]) -> None:
     assert ep.escalation.reason is not None and "Omar Rossi" in ep.escalation.reason
     assert ep.outcome is not None and not ep.outcome.resolved
     assert all("###STOP###" not in t.question for t in tau)
+
+
+@needs_data
+def test_every_record_as_events_per_source(fqa: list[Turn], tau: list[Turn]) -> None:
+    """Each turn emitted once: agent_response per record, user_rating per rater, escalation
+    per hand-off, conversation_outcome per episode (exact counts per source)."""
+    at = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+    rng = random.Random(1)
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    thumbs: collections.Counter[tuple[str, str]] = collections.Counter()
+    ids = set()
+    for t in fqa + tau:
+        for e in turn_events(t, t.key, at, rng, "v1"):
+            counts[(e.agent_id, e.event_type)] += 1
+            ids.add(e.event_id)
+            if isinstance(e, UserRating):
+                thumbs[(e.agent_id, e.thumbs or "")] += 1
+    assert dict(counts) == {
+        ("covid-qa-australia", "agent_response"): 810 + 1783,
+        ("covid-qa-australia", "user_rating"): 2094,
+        ("covid-qa-cdc", "agent_response"): 978 + 2153,
+        ("covid-qa-cdc", "user_rating"): 2529,
+        ("covid-qa-uk", "agent_response"): 1305 + 2875,
+        ("covid-qa-uk", "user_rating"): 3375,
+        ("covid-qa-who", "agent_response"): 312 + 688,
+        ("covid-qa-who", "user_rating"): 807,
+        ("airline-support", "agent_response"): 200,
+        ("airline-support", "escalation"): 48,
+        ("airline-support", "conversation_outcome"): 200,
+    }
+    assert len(ids) == sum(counts.values())  # deterministic ids never collide
+    assert thumbs[("covid-qa-who", "up")] == 53 + 93 + 95 + 171  # Acceptable + Excellent
+    assert thumbs[("covid-qa-who", "down")] == 44 + 68 + 75 + 208  # Could be Improved + Bad
+    again = turn_events(fqa[0], fqa[0].key, at, random.Random(2), "v1")
+    assert [e.event_id for e in again] == [
+        e.event_id for e in turn_events(fqa[0], fqa[0].key, at, random.Random(3), "v1")
+    ]
+    first = again[1]
+    assert isinstance(first, UserRating) and first.comment == fqa[0].ratings[0].comment
+    assert again[0].context_chunks is not None
+    assert again[0].context_chunks[0].id == fqa[0].chunks[0].id
 
 
 def test_who_asked_for_the_handoff() -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "ScheduledEvent",
     "build_schedule",
     "rate_track",
+    "turn_events",
 ]
 
 _RATED: tuple[TurnPool, ...] = ("negative", "mixed", "positive")
@@ -327,14 +328,32 @@ def _context(turn: Turn, cache: dict[str, ContextChunk]) -> list[ContextChunk] |
     return out or None
 
 
-def _turn_events(
+def turn_events(
     turn: Turn,
     key: str,
     at: datetime,
     rng: random.Random,
     version: str,
-    chunks: list[ContextChunk] | None,
+    chunks: list[ContextChunk] | None = None,
 ) -> list[FeedbackEvent]:
+    """The wire events of one turn served at ``at``.
+
+    One ``agent_response`` (question, answer, context chunks, latency) at ``at``; one
+    ``user_rating`` per rater (thumbs from the label, the explanation as comment) 3 s-20 min
+    later (log-normal, median 45 s); for episodes an ``escalation`` 20-110 s and a
+    ``conversation_outcome`` 2-15 min later. Event ids: :func:`event_id_for` of ``key``;
+    ``conversation_id`` = ``key``, ``turn_id`` = ``"1"`` (single-turn conversations).
+
+    Args:
+        turn: the converted turn.
+        key: its identity in this replay (``turn.key``, or ``turn.key~k`` for a re-use).
+        at: the turn's event time (UTC).
+        rng: source of the delays and the latency.
+        version: ``agent_version`` of every event.
+        chunks: the context chunks (default: built from ``turn.chunks``).
+    """
+    if chunks is None:
+        chunks = _context(turn, {})
     common: dict[str, Any] = {
         "agent_id": turn.agent_id,
         "agent_version": version,
@@ -509,7 +528,7 @@ def build_schedule(
     for t, turn, key in sorted(timed, key=lambda x: (x[0], x[2])):
         late = late_rng.random() < plan.late_fraction
         shift = timedelta(seconds=late_rng.uniform(*plan.late_delay_s)) if late else timedelta()
-        events = _turn_events(
+        events = turn_events(
             turn, key, t, event_rng, plan.agent_version, _context(turn, chunk_cache)
         )
         out.extend(ScheduledEvent(e.occurred_at + shift, e) for e in events)
