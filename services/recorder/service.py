@@ -7,8 +7,10 @@ Per batch of ``feedback.events.v1`` records (DESIGN.md, "The loop"):
 2. dedupe within the batch by ``event_id``: an identical copy is dropped, a copy with different
    content is a ``conflicting_duplicate`` dead letter (the first one wins);
 3. in ONE transaction: insert the events (``ON CONFLICT (event_id) DO NOTHING``), dead-letter
-   those whose id was already stored with other content, re-fuse every turn the batch touched
-   from ALL its stored events, and upsert the turns' negative cases;
+   those whose id was already stored with other content, re-fuse every judged turn the batch
+   touched (one with an event other than ``agent_response``) from ALL its stored events, and
+   upsert the turns' negative cases. Decoding overlaps the statements: chunk k+1 is decoded
+   while the server inserts chunk k;
 4. after the commit: publish the dead letters, then the negative cases that are new or changed
    (``feedback.negative.v1``, key ``agent_id``), and return; the transport commits the offsets
    only then.
@@ -46,6 +48,7 @@ from evalloop.errors import InvalidEvent
 from evalloop.events import (
     MAX_EVENT_BYTES,
     AgentChanged,
+    AgentResponse,
     FeedbackEvent,
     NegativeCase,
     dump_event,
@@ -171,9 +174,11 @@ class RecorderService(Service):
 
     #: Allocations between two young-generation collections of the cyclic GC (CPython's
     #: default is 700). A batch allocates several objects per record, nearly all freed by
-    #: reference counting; at 700 the collector runs every few records and doubled the
-    #: decode cost (27 -> 14 us/record at 20,000, measured on 2 cores). Process-wide.
-    GC_GEN0_THRESHOLD: ClassVar[int] = 20_000
+    #: reference counting, and keeps a batch's worth alive: at 700 the collector ran every few
+    #: records and doubled the decode cost. Handler CPU per record, measured on 2 cores:
+    #: ~50 us at 700, ~28 us at 20,000, ~24 us at 100,000 (= with the collector off).
+    #: Process-wide; cyclic garbage is still collected, only less often.
+    GC_GEN0_THRESHOLD: ClassVar[int] = 100_000
 
     def __init__(self, deps: Deps) -> None:
         """Keep ``deps``; batch size and fusion weights come from ``deps.settings``."""
@@ -256,9 +261,11 @@ class RecorderService(Service):
         """
         stored = _Stored()
 
-        async def insert_and_load(rows: list[EventRow], keys: set[TurnKey]) -> None:
+        async def insert_and_load(
+            rows: list[EventRow], keys: set[TurnKey], judged: set[TurnKey]
+        ) -> None:
             stored.inserted.update(await insert_events(conn, rows))
-            loaded = await load_turn_events(conn, sorted(keys), judged_only=True, skip_own=True)
+            loaded = await load_turn_events(conn, keys, judged=judged, skip_own=True)
             for key, events in loaded.items():
                 others = stored.others.setdefault(key, {})
                 others.update((e.event_id, e) for e in events)
@@ -269,6 +276,7 @@ class RecorderService(Service):
                 for start in range(0, len(records), self.INSERT_CHUNK):
                     fresh: list[EventRow] = []
                     keys: set[TurnKey] = set()
+                    judged: set[TurnKey] = set()  # turns with a judging event in the chunk
                     for i, record in enumerate(records[start:start + self.INSERT_CHUNK]):
                         if i and i % self.YIELD_EVERY == 0:
                             await asyncio.sleep(0)
@@ -289,9 +297,13 @@ class RecorderService(Service):
                         fresh.append(row)
                         if key is not None:
                             keys.add(key)
+                            if not isinstance(event, AgentResponse):
+                                judged.add(key)
                     if pending is not None:
                         await pending
-                    pending = tg.create_task(insert_and_load(fresh, keys)) if fresh else None
+                    pending = (
+                        tg.create_task(insert_and_load(fresh, keys, judged)) if fresh else None
+                    )
                     await asyncio.sleep(0)  # let the insert send its statement
                 if pending is not None:
                     await pending
@@ -341,10 +353,13 @@ class RecorderService(Service):
             else:
                 outcome.already_stored.append(event_id)
 
-        cases = [
-            case for key, others in judged.items()
-            if (case := fuse(own.get(key, []) + list(others.values()), self.weights)) is not None
-        ]
+        cases = []
+        for key, others in judged.items():
+            # by id: an event is never counted twice, even if it were both "own" and loaded
+            events = {**others, **{e.event_id: e for e in own.get(key, ())}}
+            case = fuse(list(events.values()), self.weights)
+            if case is not None:
+                cases.append(case)
         changed = await upsert_negative_cases(conn, cases)
         changed_ids = {c.case_id for c in changed}
         outcome.cases_changed = changed

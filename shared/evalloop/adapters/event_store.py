@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -252,43 +252,45 @@ async def find_conflicts(
 
 _LOAD_TURNS = """
 WITH k AS (
-    SELECT DISTINCT a, c, t FROM unnest($1::text[], $2::text[], $3::text[]) AS k(a, c, t)
-), j AS (
+    SELECT a, c, t, j
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[]) AS k(a, c, t, j)
+), s AS (
     SELECT a, c, t FROM k
-    WHERE NOT $4::boolean OR EXISTS (
-        SELECT 1 FROM events x
-        WHERE x.agent_id = k.a AND x.conversation_id = k.c AND x.turn_id = k.t
-          AND x.event_type <> 'agent_response')
+    WHERE j OR EXISTS (
+        SELECT 1 FROM negative_cases n
+        WHERE n.agent_id = k.a AND n.conversation_id = k.c AND n.turn_id = k.t)
 )
-SELECT j.a, j.c, j.t,
+SELECT s.a, s.c, s.t,
        CASE WHEN $5::boolean AND e.xmin = pg_current_xact_id()::xid THEN NULL
             ELSE e.payload::text END
-FROM j JOIN events e ON e.agent_id = j.a AND e.conversation_id = j.c AND e.turn_id = j.t
+FROM s JOIN events e ON e.agent_id = s.a AND e.conversation_id = s.c AND e.turn_id = s.t
 """
 
 
 async def load_turn_events(
     conn: asyncpg.Connection,
-    turn_keys: Sequence[TurnKey],
+    turn_keys: Iterable[TurnKey],
     *,
-    judged_only: bool = False,
+    judged: Collection[TurnKey] | None = None,
     skip_own: bool = False,
 ) -> dict[TurnKey, list[FeedbackEvent]]:
-    """Every stored event of each turn in ``turn_keys`` (in no particular order).
+    """Every stored event of each turn to re-fuse among ``turn_keys`` (in no particular order).
 
     Args:
         conn: a connection.
         turn_keys: the turns (duplicates are fine).
-        judged_only: skip turns whose only events are ``agent_response`` (nothing to fuse: a
-            turn without a judging event cannot be a negative case). Unrated traffic, most of
-            it, then costs one index probe and no decoding.
+        judged: when given, load only these turns (the caller saw a judging event for them:
+            anything but ``agent_response``) and those that already have a negative case. An
+            ``agent_response`` alone cannot make a case, only complete one; so unrated traffic,
+            most of it, costs one probe of the small ``negative_cases`` index and no decoding.
+            ``None``: load every turn.
         skip_own: leave out the events inserted by the current transaction (the caller holds
             them already: decoding them again is the recorder's largest avoidable cost). Their
             turns are still keys of the result, possibly with an empty list. Rows are told by
             ``xmin`` = the current transaction id (no savepoints in between).
 
     Returns:
-        turn -> its (other) events; a turn with no matching stored event is absent.
+        turn -> its (other) events; a turn not loaded or with no stored event is absent.
 
     Raises:
         StorageError: the query failed.
@@ -296,10 +298,11 @@ async def load_turn_events(
     keys = sorted(set(turn_keys))
     if not keys:
         return {}
+    flags = [True] * len(keys) if judged is None else [k in judged for k in keys]
     with _storage(f"loading the events of {len(keys)} turns"):
         records = await conn.fetch(
             _LOAD_TURNS, [k.agent_id for k in keys], [k.conversation_id for k in keys],
-            [k.turn_id for k in keys], judged_only, skip_own,
+            [k.turn_id for k in keys], flags, skip_own,
         )
     out: dict[TurnKey, list[FeedbackEvent]] = {}
     for agent_id, conversation_id, turn_id, text in records:
