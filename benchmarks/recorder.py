@@ -79,6 +79,74 @@ _WORDS = ("leave policy travel refund booking passport vaccine mask quarantine t
           "manager approval days annual sick parental remote expenses receipt").split()
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu(pid: int, *, children: bool = False) -> float:
+    """CPU seconds of process ``pid`` (user + system; with its reaped children if asked)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15 if children else 13]) / _TICK
+
+
+def _parent(pid: int) -> int | None:
+    """The parent of local process ``pid``, or ``None`` (not on this machine)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+class CpuMeter:
+    """CPU seconds used by this process, the PostgreSQL server and the Kafka broker.
+
+    On a shared machine throughput depends on what else runs; CPU per event does not (much),
+    so it is printed next to the rates. PostgreSQL is measured when it runs on this machine
+    (its postmaster and backends under /proc); Kafka when this script started it.
+    """
+
+    def __init__(self, postmaster: int | None, kafka_pid: int | None) -> None:
+        self.postmaster, self.kafka_pid = postmaster, kafka_pid
+
+    @classmethod
+    async def create(cls, dsn: str, kafka_pid: int | None) -> CpuMeter:
+        conn = await asyncpg.connect(dsn)
+        try:  # the backend's parent is the postmaster (read while the backend lives)
+            return cls(_parent(int(await conn.fetchval("SELECT pg_backend_pid()"))), kafka_pid)
+        finally:
+            await conn.close()
+
+    def _pg(self) -> float:
+        if self.postmaster is None:
+            return float("nan")
+        total = _proc_cpu(self.postmaster, children=True)  # includes exited backends
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(stat[1]) == self.postmaster:
+                    total += sum(int(f) for f in stat[11:13]) / _TICK
+        return total
+
+    def snapshot(self) -> tuple[float, float, float]:
+        """(this process, PostgreSQL, Kafka) CPU seconds so far (nan: not measured)."""
+        kafka = _proc_cpu(self.kafka_pid) if self.kafka_pid else float("nan")
+        return time.process_time(), self._pg(), kafka
+
+
+def per_event(before: tuple[float, ...], after: tuple[float, ...], n: int) -> str:
+    """``python X, postgres Y, kafka Z us/event`` from two snapshots."""
+    names = ("python", "postgres", "kafka")
+    parts = [f"{name} {(b - a) / n * 1e6:.0f}" for name, a, b in zip(names, before, after,
+                                                                      strict=True)
+             if b == b]  # nan: not measured
+    return "CPU " + ", ".join(parts) + " us/event"
+
+
 def _sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + "."
 
@@ -157,9 +225,11 @@ async def fresh_db(admin_dsn: str, name: str, stack: AsyncExitStack) -> str:
     return dsn
 
 
-async def raw_insert(dsn: str, items: list[tuple[str, bytes]]) -> float:
+async def raw_insert(
+    dsn: str, items: list[tuple[str, bytes]], meter: CpuMeter
+) -> tuple[float, str]:
     """The baseline: unnest arrays + ON CONFLICT DO NOTHING, RAW_BATCH rows per statement.
-    Rows are prepared (parsed, columns split) before the clock starts; returns rows/s."""
+    Rows are prepared (parsed, columns split) before the clock starts; returns (rows/s, CPU)."""
     now = datetime.now(UTC)
     rows = [event_row(parse_event(v).model_copy(update={"received_at": now})) for _, v in items]
     columns = [
@@ -171,14 +241,16 @@ async def raw_insert(dsn: str, items: list[tuple[str, bytes]]) -> float:
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute("TRUNCATE events")
+        before = meter.snapshot()
         t = time.perf_counter()
         for cols in columns:
             await conn.execute(_RAW_INSERT, *cols)
         elapsed = time.perf_counter() - t
+        cpu = per_event(before, meter.snapshot(), len(items))
         assert await conn.fetchval("SELECT count(*) FROM events") == len(items)
     finally:
         await conn.close()
-    return len(items) / elapsed
+    return len(items) / elapsed, cpu
 
 
 async def committed(bootstrap: str, group: str, topic: str) -> int:
@@ -192,13 +264,14 @@ async def committed(bootstrap: str, group: str, topic: str) -> int:
 
 
 async def run_recorder(settings: Settings, pool: asyncpg.Pool, n: int, group: str,
-                       topic: str, *, redelivery: bool) -> dict[str, float]:
-    """Run the recorder app until it consumed ``n`` records; returns timings."""
+                       topic: str, meter: CpuMeter, *, redelivery: bool) -> dict[str, Any]:
+    """Run the recorder app until it consumed ``n`` records; returns timings and CPU."""
     cls = RecorderService.with_batch_size(settings.recorder.max_records)
     cls.consumes = (replace(cls.consumes[0], group=group),)
     app = build_faststream_app(cls, settings)
     samples: list[tuple[float, int]] = []
     async with TestApp(app):
+        before = meter.snapshot()
         t0 = time.perf_counter()
         while True:
             if redelivery:
@@ -212,9 +285,10 @@ async def run_recorder(settings: Settings, pool: asyncpg.Pool, n: int, group: st
             if samples[-1][0] > 600:
                 raise TimeoutError(f"recorder stalled at {done}/{n} after 600 s")
             await asyncio.sleep(0.1)
+        cpu = per_event(before, meter.snapshot(), n)
     total = samples[-1][0]
     t10, c10 = next((t, c) for t, c in samples if c >= n * 0.1)
-    return {"seconds": total, "rate": n / total,
+    return {"seconds": total, "rate": n / total, "cpu": cpu,
             "sustained": (n - c10) / (total - t10) if total > t10 else n / total}
 
 
@@ -233,6 +307,7 @@ async def main(argv: list[str] | None = None) -> int:
         admin_dsn = os.environ.get("EVALLOOP_POSTGRES__DSN") or start_embedded(
             Path(f"/var/tmp/evalloop-bench-{os.getuid()}/pg"))
         bootstrap = os.environ.get("EVALLOOP_KAFKA__BOOTSTRAP")
+        kafka_pid: int | None = None
         if not bootstrap:
             from evalloop.adapters import local_kafka
 
@@ -241,7 +316,8 @@ async def main(argv: list[str] | None = None) -> int:
                                                                    dir="/var/tmp"))
             server = await local_kafka.start(libs, Path(home) / "broker")
             stack.callback(local_kafka.stop, server.home, grace_s=10.0)
-            bootstrap = server.bootstrap
+            bootstrap, kafka_pid = server.bootstrap, server.pid
+        meter = await CpuMeter.create(admin_dsn, kafka_pid)
         tag = f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
         prefix = f"bench{tag}."
         topics = Topics.with_prefix(prefix)
@@ -257,8 +333,8 @@ async def main(argv: list[str] | None = None) -> int:
         print(f"produced in {produced_s:.1f} s ({len(items) / produced_s:,.0f}/s, not timed)")
 
         raw_dsn = await fresh_db(admin_dsn, f"evalloop_bench_raw_{tag}", stack)
-        raw_before = await raw_insert(raw_dsn, items)
-        print(f"raw unnest insert (before): {raw_before:,.0f} rows/s")
+        raw_before, raw_cpu = await raw_insert(raw_dsn, items, meter)
+        print(f"raw unnest insert (before): {raw_before:,.0f} rows/s; {raw_cpu}")
 
         dsn = await fresh_db(admin_dsn, f"evalloop_bench_rec_{tag}", stack)
         settings = Settings(postgres=PostgresSettings(dsn=dsn), kafka=kafka,
@@ -266,13 +342,13 @@ async def main(argv: list[str] | None = None) -> int:
         pool = await connect_pool(dsn, min_size=1, max_size=2)
         stack.push_async_callback(pool.close)
         first = await run_recorder(settings, pool, len(items), GROUP_RECORDER,
-                                   topics.feedback_events, redelivery=False)
-        raw_after = await raw_insert(raw_dsn, items)
-        print(f"raw unnest insert (after):  {raw_after:,.0f} rows/s")
+                                   topics.feedback_events, meter, redelivery=False)
+        raw_after, raw_cpu = await raw_insert(raw_dsn, items, meter)
+        print(f"raw unnest insert (after):  {raw_after:,.0f} rows/s; {raw_cpu}")
         raw = (raw_before + raw_after) / 2
 
         again = await run_recorder(settings, pool, len(items), f"{GROUP_RECORDER}-replay",
-                                   topics.feedback_events, redelivery=True)
+                                   topics.feedback_events, meter, redelivery=True)
         async with pool.acquire() as conn:
             stored = int(await conn.fetchval("SELECT count(*) FROM events"))
             cases = int(await conn.fetchval("SELECT count(*) FROM negative_cases"))
@@ -280,7 +356,8 @@ async def main(argv: list[str] | None = None) -> int:
         ratio = first["sustained"] / raw
         print()
         print(f"recorder:   {first['rate']:,.0f} events/s overall ({first['seconds']:.1f} s incl. "
-              f"group join), {first['sustained']:,.0f} events/s sustained (batch {args.batch})")
+              f"group join), {first['sustained']:,.0f} events/s sustained (batch {args.batch}); "
+              f"{first['cpu']}")
         print(f"raw insert: {raw:,.0f} rows/s (mean of before/after)")
         print(f"ratio:      {ratio:.2f} of raw (target >= {TARGET_RATIO})")
         print(f"redelivery: {again['rate']:,.0f} events/s; rows {stored:,} "
