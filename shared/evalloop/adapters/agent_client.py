@@ -14,6 +14,8 @@ JSON, plain text). httpx errors are mapped to :class:`AgentCallError` here, in o
 from __future__ import annotations
 
 import asyncio
+import itertools
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,8 +89,12 @@ class AgentClient:
         backoff_s: first backoff, seconds; doubles on each retry.
         format_hint: force one body reader (``sse``, ``openai``, ``anthropic``, ``json``,
             ``text``); ``None`` detects it per response.
-        max_connections: connection-pool size (set it to the runner's concurrency).
-        transport: an httpx transport (tests and benchmarks); ``None`` = the default.
+        max_connections: connections at most (set it to the runner's concurrency). They are
+            kept as that many one-connection httpx clients, and a caller that passes ``slot``
+            to :meth:`ask` (the runner: its worker number) always uses the same one: httpcore's
+            shared pool rescans every connection on each request and response (O(connections)
+            per event, measured to dominate client CPU at 32 connections).
+        transport: an httpx transport (tests); when given, one shared client is used.
     """
 
     def __init__(self, endpoint: str, *, headers: dict[str, str] | None = None,
@@ -103,14 +109,33 @@ class AgentClient:
         self.retries = retries
         self.backoff_s = backoff_s
         self.format_hint = format_hint
-        self._client = httpx.AsyncClient(
-            headers={"accept": "application/json, text/event-stream, text/plain",
-                     **(headers or {})},
-            timeout=httpx.Timeout(timeout_s),
-            limits=httpx.Limits(max_connections=max_connections,
-                                max_keepalive_connections=max_connections),
-            transport=transport,
-        )
+        self._headers = {"accept": "application/json, text/event-stream, text/plain",
+                         **(headers or {})}
+        self._shared: httpx.AsyncClient | None = None
+        if transport is not None:
+            self._shared = httpx.AsyncClient(
+                headers=self._headers, timeout=httpx.Timeout(timeout_s), transport=transport,
+                limits=httpx.Limits(max_connections=max_connections,
+                                    max_keepalive_connections=max_connections))
+        # one-connection clients, made on first use of their slot; one TLS context for all
+        # (building one per client costs ~20 ms each: it loads the CA bundle)
+        self._slots: list[httpx.AsyncClient | None] = [None] * max(1, max_connections)
+        self._tls: ssl.SSLContext | None = None
+        self._next = itertools.cycle(range(len(self._slots)))
+
+    def _client_for(self, slot: int | None) -> httpx.AsyncClient:
+        if self._shared is not None:
+            return self._shared
+        index = (next(self._next) if slot is None else slot) % len(self._slots)
+        client = self._slots[index]
+        if client is None:
+            if self._tls is None:
+                self._tls = httpx.create_ssl_context()
+            client = httpx.AsyncClient(
+                headers=self._headers, timeout=httpx.Timeout(self.timeout_s), verify=self._tls,
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+            self._slots[index] = client
+        return client
 
     async def __aenter__(self) -> AgentClient:
         return self
@@ -121,10 +146,12 @@ class AgentClient:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._client.aclose()
+        for client in (self._shared, *self._slots):
+            if client is not None:
+                await client.aclose()
 
-    async def _attempt(self, payload: dict[str, object], on_sent: Callable[[], None] | None
-                       ) -> tuple[bytes, str | None, int]:
+    async def _attempt(self, client: httpx.AsyncClient, payload: dict[str, object],
+                       on_sent: Callable[[], None] | None) -> tuple[bytes, str | None, int]:
         extensions = None
         if on_sent is not None:
             async def trace(event: str, info: dict[str, object]) -> None:
@@ -133,8 +160,8 @@ class AgentClient:
             extensions = {"trace": trace}
         try:
             async with asyncio.timeout(self.timeout_s):
-                response = await self._client.post(self.endpoint, json=payload,
-                                                   extensions=extensions)
+                response = await client.post(self.endpoint, json=payload,
+                                             extensions=extensions)
         except TimeoutError as exc:
             raise _Retryable("timeout", f"no complete answer within {self.timeout_s:g} s") \
                 from exc
@@ -148,13 +175,16 @@ class AgentClient:
             raise _Retryable("http_5xx", f"HTTP {status}: {response.text[:200]}", status)
         return response.content, response.headers.get("content-type"), status
 
-    async def ask(self, text: str, *, on_sent: Callable[[], None] | None = None) -> AgentReply:
+    async def ask(self, text: str, *, on_sent: Callable[[], None] | None = None,
+                  slot: int | None = None) -> AgentReply:
         """Send one user message and return the agent's answer.
 
         Args:
             text: the user's message (the eval case's input).
             on_sent: called when the request body is on the wire (each attempt); the runner
                 uses it to score the previous answer while this one is awaited.
+            slot: which connection to use (``slot % max_connections``); ``None`` takes the
+                next one round-robin (concurrent calls may then share a connection and wait).
 
         Returns:
             The extracted answer with its format, latency and attempt count.
@@ -164,6 +194,7 @@ class AgentClient:
                 the contract cannot read (``failure.kind`` says which).
         """
         payload: dict[str, object] = {"messages": [{"role": "user", "content": text}]}
+        client = self._client_for(slot)
         start = time.perf_counter()
         attempts = 0
         last: _Retryable | None = None
@@ -172,7 +203,7 @@ class AgentClient:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempts - 1))
             attempts += 1
             try:
-                body, ctype, status = await self._attempt(payload, on_sent)
+                body, ctype, status = await self._attempt(client, payload, on_sent)
             except _Retryable as exc:
                 last = exc
                 continue

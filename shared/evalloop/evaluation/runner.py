@@ -48,10 +48,10 @@ _Raw = AgentReply | AgentCallError | str | None
 
 
 async def _fetch(case: EvalCase, source: ResponseSource,
-                 on_sent: Callable[[], None] | None) -> _Raw:
+                 on_sent: Callable[[], None] | None, slot: int) -> _Raw:
     if isinstance(source, AgentClient):
         try:
-            return await source.ask(case.input, on_sent=on_sent)
+            return await source.ask(case.input, on_sent=on_sent, slot=slot)
         except AgentCallError as exc:
             return exc
     return source.get(case.id)
@@ -104,14 +104,14 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     queue = iter(enumerate(cases))
     fetched: asyncio.Queue[tuple[int, EvalCase, _Raw, asyncio.Event] | None] = asyncio.Queue()
 
-    async def worker() -> None:
+    async def worker(slot: int) -> None:
         # A shared iterator: next() never yields to the loop, so no two workers take one case.
         # Each answer goes to the scorer with an event that this worker sets once its *next*
         # request is on the wire (or it has none): scoring -- CPU work in this same thread --
         # then runs while the agent computes, never between an answer and the next request.
         released: asyncio.Event | None = None
         for index, case in queue:
-            raw = await _fetch(case, source, released.set if released else None)
+            raw = await _fetch(case, source, released.set if released else None, slot)
             if released is not None:
                 released.set()
             released = asyncio.Event()
@@ -131,8 +131,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     async with asyncio.TaskGroup() as group:
         group.create_task(scorer())
         async with asyncio.TaskGroup() as workers:
-            for _ in range(min(concurrency, len(cases))):
-                workers.create_task(worker())
+            for slot in range(min(concurrency, len(cases))):
+                workers.create_task(worker(slot))
         fetched.put_nowait(None)
     done = [r for r in results if r is not None]
     assert len(done) == len(cases)

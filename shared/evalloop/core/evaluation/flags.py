@@ -142,15 +142,20 @@ def _language_mismatch(question: str, answer: str) -> str | None:
     return None
 
 
+_PUNCT = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u2019\u201c\u201d"})
+
+
 def _repeated(text: str, sentences: list[str]) -> str | None:
-    norm = [re.sub(r"\W+", " ", s.lower()).strip() for s in sentences]
-    counts = Counter(s for s in norm if len(s.split()) >= 4)
-    dup = next((s for s, n in counts.items() if n >= 2), None)
-    if dup:
-        return f"sentence repeated: {dup[:60]!r}"
+    seen: set[str] = set()
+    for sentence in sentences:
+        norm = " ".join(sentence.lower().translate(_PUNCT).split())
+        if norm in seen and len(norm.split()) >= 4:
+            return f"sentence repeated: {norm[:60]!r}"
+        seen.add(norm)
     words = text.lower().split()
-    if len(words) < 24:
-        return None  # three 8-word runs need 24 words
+    # three copies of an 8-word run repeat at least 16 words: skip when fewer repeat
+    if len(words) - len(set(words)) < 16:
+        return None
     grams = Counter(tuple(words[i:i + 8]) for i in range(len(words) - 7))
     run = next((g for g, n in grams.items() if n >= 3), None)
     return f"8-word run repeated 3+ times: {' '.join(run)!r}" if run else None

@@ -540,9 +540,8 @@ def analyse(response: str) -> Analysis:
                 role = "courtesy" if courtesy else "substantive"
             clauses.append(Clause(clause, role))
         # a sentence-level decline split apart by clause commas ("I can't, sorry, share that")
-        if refusal is None:
-            joined = norm.replace(",", " ")
-            kind = _decline_in(re.sub(r"\s+", " ", joined), norm)
+        if refusal is None and "," in norm:
+            kind = _decline_in(" ".join(norm.replace(",", " ").split()), norm)
             if kind:
                 refusal = Match(kind, sentence)
     substantive = sum(1 for c in clauses if c.role == "substantive")
