@@ -73,6 +73,38 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from evalloop.core.evaluation.speech_patterns import (
+    _ANY_IMPERSONAL,
+    _CONFIDENTIAL,
+    _COUNTER,
+    _COURTESY_CLAUSE,
+    _COURTESY_CONTEXT,
+    _DECLINE_HINT,
+    _DIRECTIVE,
+    _DO_NOT_DISCLOSE,
+    _FINITE,
+    _FIRST_PERSON_DECLINE,
+    _FIRST_PERSON_HANDOFF,
+    _GERUND_START,
+    _GOES_TO_HUMAN,
+    _HEDGE,
+    _KNOWLEDGE_LIMIT,
+    _NEGATOR,
+    _NO_KNOWLEDGE,
+    _NOT_DECLINE_VERBS,
+    _OFFER_LEAD,
+    _PASSIVE_HANDOFF,
+    _QUESTION_LEAD,
+    _REPORTED,
+    _RIGHT_PERSON,
+    _SOFT,
+    _SOFT_VERBS,
+    _TARGET,
+    _THIRD_PARTY,
+    _UNDONE,
+    _WE_VERBS,
+)
+
 __all__ = [
     "Analysis",
     "Clause",
@@ -133,197 +165,6 @@ def _normalise(sentence: str) -> str:
     s = _PHRASES.sub(lambda m: "cannot" if m.group(0) == "can not" else "please", s)
     return " ".join(s.split())
 
-
-# --------------------------------------------------------------------------- refusal patterns
-
-_SUBJ = r"\b(?:i|we)\b"
-_ADV = r"(?:(?:really|simply|just|unfortunately|honestly|also|therefore|still|definitely|" \
-       r"certainly|currently|personally|actually|afraid|regretfully|so)\s+)*"
-_NEG = (r"(?:cannot|could not|will not(?: be able to)?|would not(?: be able to)?|shall not|"
-        r"must not|should not|am not able to|are not able to|am unable to|are unable to|"
-        r"will be unable to|am not going to|are not going to|am not allowed to|are not allowed to|"
-        r"am not permitted to|are not permitted to|am not authori[sz]ed to|"
-        r"are not authori[sz]ed to|am not in a position to|are not in a position to|"
-        r"would rather not|would prefer not to|refuse to|decline to|have to decline to|"
-        r"must decline to|do not feel comfortable|am not comfortable)")
-_FIRST_PERSON_DECLINE = re.compile(
-    rf"(?P<subj>{_SUBJ})\s+{_ADV}(?P<neg>{_NEG})\s+(?:(?:really|simply|just|actually|be able to|"
-    rf"currently|personally|in good conscience|ever|be(?=\s+[a-z]+ing\b))\s+)*"
-    rf"(?P<verb>[a-z][a-z\-]*)(?P<rest>.*)$")
-_DO_NOT_DISCLOSE = re.compile(
-    r"\bi\s+(?:really\s+|simply\s+)?do not (?:share|disclose|reveal|give out|release|provide|"
-    r"have (?:access|permission|the (?:authority|ability|access|permission)|authori[sz]ation))\b")
-_IMPERSONAL_DECLINES = tuple(re.compile(p) for p in (
-    r"\bnot something (?:that )?(?:i|we) (?:can|could|am able to|are able to|will|would|"
-    r"am allowed to|am permitted to) (?:help|assist|share|provide|do|discuss|disclose|give|"
-    r"answer|support|comment)",
-    r"\b(?:outside|beyond) (?:the scope of )?(?:what )?(?:i|we) (?:can|am able to|are able to) "
-    r"(?:help|assist|do|share|provide)",
-    r"\boutside (?:of )?my (?:scope|remit|role)\b",
-    r"\bnot (?:be )?appropriate for me to\b",
-    r"\b(?:i|we) (?:must|have to|need to|will have to|would have to|am going to have to|"
-    r"are going to have to|am going to|are going to|will|have decided to) (?:respectfully |"
-    r"politely )?(?:decline|refuse|say no|turn (?:\w+ )?down)\b",
-    r"\b(?:i|we) (?:am |are )?(?:respectfully |politely )?(?:declining|refusing)\b",
-    r"\b(?:i|we) (?:respectfully |politely )?(?:decline|refuse)\b(?! to tolerate)",
-    r"^(?:no|nope|sorry|unfortunately)\b\W+(?:i )?(?:cannot|will not) (?:do|help|share|assist|"
-    r"provide|give|comply)\b",
-    r"^(?:cannot|will not) (?:do|help|share|assist|comply)\b",
-    r"\bno way (?:i|we) (?:can|could|will|would)\b",
-    r"\b(?:off-limits|off limits|not available|not permitted|not allowed) (?:for|to) me\b",
-    r"\b(?:i|we) (?:will |would |am going to |are going to )?(?:have to |need to |must )?"
-    r"pass on (?:that|this|your)\b(?! \w+ to\b)(?! to\b)",
-    r"\b(?:my|our) (?:guidelines|instructions|rules|policy|policies|configuration|role|"
-    r"programming) (?:do not|does not|would not|will not|cannot) (?:allow|permit|let) me\b",
-))
-#: The impersonal declines as one alternation: one scan of the clause instead of ten.
-_ANY_IMPERSONAL = re.compile("|".join(f"(?:{p.pattern})" for p in _IMPERSONAL_DECLINES))
-_HEDGE = re.compile(r"\b(?:sorry|afraid|unfortunately|regret)\b(?! (?:to hear|for|about))")
-_CONFIDENTIAL = re.compile(r"\b(?:is|are) (?:strictly |highly )?(?:confidential|private|"
-                           r"restricted|not (?:something )?(?:i|we) can share)\b")
-#: Verbs after "I cannot ..." that are not declines of the request.
-_NOT_DECLINE_VERBS = frozenset({
-    "find", "locate", "see", "know", "recall", "remember", "wait", "stress", "emphasise",
-    "emphasize", "overstate", "believe", "imagine", "thank", "agree", "hear", "say",
-    "recommend", "suggest", "worry", "mind", "expect", "want", "blame", "promise", "guarantee",
-    "be", "have", "speak", "tell-whether", "lie", "kid", "sugarcoat", "deny", "think",
-    "understand", "predict", "verify",
-    # declining a hand-off is a non-escalation, not a refusal to help
-    "transfer", "escalate", "connect", "forward", "route", "refer", "hand", "pass", "put",
-})
-#: With "we" the decline must be about disclosure/help (else it is usually policy: "we will
-#: not tolerate", "we cannot reimburse alcohol").
-_WE_VERBS = frozenset({"share", "disclose", "reveal", "give", "provide", "release", "discuss",
-                       "comment", "help", "assist", "do", "answer"})
-#: Soft modals decline only with a "be able to" or a disclosure/help verb.
-_SOFT = ("would not", "should not", "must not")
-_SOFT_VERBS = frozenset({"share", "disclose", "reveal", "give", "provide", "release", "discuss",
-                         "comment", "help", "assist", "do", "answer", "pass", "access", "look"})
-#: "I can't answer that from the policy alone": a limit of the sources, not a decline.
-_KNOWLEDGE_LIMIT = re.compile(
-    r"(?:\s+\w+){0,3}?\s+(?:from|based on|with|using) (?:the |my |this |these )?(?:policy|policies|"
-    r"handbook|documents?|information (?:i have|available)|what i have|sources?)\b(?! says)"
-    r"|(?:\s+\w+){0,3}?\s+without (?:more|further|additional) (?:details|information|context)\b")
-#: A decline whose reason is missing knowledge ("I couldn't find it, so I can't give you a
-#: reliable answer") is a knowledge gap, not a refusal (flags.py raises ``states_no_answer``).
-_NO_KNOWLEDGE = re.compile(
-    r"\b(?:could not|cannot|did not|was unable to|was not able to|am unable to) (?:find|locate)\b"
-    r"|\bdo not know\b|\bnot (?:in|covered by|mentioned in|addressed in) the (?:policy|policies|"
-    r"documents?|handbook)\b|\b(?:a|any) (?:reliable|definitive|definite|accurate|complete|"
-    r"precise) answer\b")
-_COUNTER = re.compile(r"\b(?:no reason|nothing|not that|not because|not saying|if|unless|"
-                      r"whether|even though)\b")
-_QUESTION_LEAD = re.compile(r"\b(?:why|how|what|is there|do you|did|whether|any reason)\b")
-_UNDONE = re.compile(r"\b(?:but|however|though|anyway|that said)\b.*\b(?:here is|here are|here "
-                     r"you go|i will make an exception|just this once|this one time|i will do "
-                     r"it)\b(?! (?:what|how|some|a few|other|the (?:policy|rules|options)))")
-
-# --------------------------------------------------------------------------- escalation patterns
-
-_TARGET = re.compile(
-    r"\bhr\b|\bhuman resources?\b|\bpeople (?:team|ops|operations)\b|\bhumans?\b|"
-    r"\breal person\b|\ba person\b|\blive (?:agent|person|operator|chat)\b|\bagents?\b|"
-    r"\brepresentatives?\b|\bspecialists?\b|\badvis[eo]rs?\b|\bcounsel+ors?\b|\bcounsel+ing\b|"
-    r"\bemployee assistance\b|\beap\b|\bed/ceo\b|\bboard chair\b|\bchair of the board\b|"
-    r"\bsomeone\b|\bsomebody\b|\bcolleagues?\b|\bteam members?\b|\bon-call\b|\bhotline\b|"
-    r"\bhelpdesk\b|\bhelp desk\b|\bdirector \(human resource\)")
-_HANDOFF = (
-    r"(?:escalat\w*"
-    r"|transfer\w*\s+(?:you|this|the|your)"
-    r"|connect\w*\s+(?:you|this|your)"
-    r"|hand\w*\s+(?:(?:this|it|you|your \w+|the \w+)\s+)?(?:over|off)"
-    r"|pass\w*\s+(?:this|it|you|your \w+|the \w+)\s+(?:on\s+|along\s+)?to"
-    r"|forward\w*|rout(?:e|ed|ing)|refer\w*\s+(?:you|this|it|your)"
-    r"|put\w*\s+you\s+(?:through|in touch)"
-    r"|get(?:ting)?\s+(?:you\s+(?:to|in touch with|through to|connected)|someone|somebody|"
-    r"a human|an?\s+(?:hr|human|person|representative|specialist|advis[eo]r|agent|member|"
-    r"colleague))"
-    r"|flag\w*|notif(?:y|ied|ying)|alert\w*|contact\w*|involv\w*|loop\w*\s+in|bring\w*\s+in"
-    r"|ask\w*\s+(?:a|an|the|someone|somebody|one of|our|my|your|hr)\b"
-    r"|rais\w*\s+(?:this|it|a ticket|a case|your \w+|the matter)\s+with"
-    r"|open\w*\s+(?:a|an)\s+(?:case|ticket|request)"
-    r"|(?:send|sent|sending|shar\w*)\s+(?:this|it|your \w+)\s+(?:to|with)"
-    r"|arrang\w*\s+(?:for\s+)?(?:a call|a meeting|someone|an?\s+\w+)"
-    r"|schedul\w*\s+(?:a call|a meeting))")
-_FIRST_PERSON_HANDOFF = re.compile(
-    rf"(?:\b(?:i|we)\b(?:\s+\w+){{0,4}}?|\blet me|\blet us|"
-    rf"\b(?:would you like|do you want|want|like|allow|permit) me to)\s+(?P<verb>{_HANDOFF})\b"
-    r"(?P<rest>.*)$")
-_OFFER_LEAD = re.compile(r"\b(?:would you like me to|do you want me to|shall i|should i|"
-                         r"want me to|happy to|glad to|i can|i could|if you)\b")
-_GERUND_START = re.compile(r"^(?:now\s+)?(?:escalating|transferring|connecting you|routing|"
-                           r"forwarding|passing|handing)\b(?P<rest>.*)$")
-#: A gerund subject followed by a finite verb is a statement ("Transferring leave is not
-#: allowed"), not an announcement ("Transferring you to a live agent now").
-_FINITE = re.compile(r"\b(?:is|are|was|were|can|may|must|should|will|would|requires?|needs?)\b")
-_CONTACT = (r"(?:contact(?:ing)?|reach(?:ing)? out|speak(?:ing)?|talk(?:ing)?|"
-            r"get(?:ting)? in touch|call(?:ing)?|e-?mail(?:ing)?|phon(?:e|ing)|consult(?:ing)?|"
-            r"meet(?:ing)? with|"
-            r"rais(?:e|ing) (?:this|it|the matter|the issue|your concerns?|your case)|"
-            r"bring(?:ing)? (?:this|it|the matter)|"
-            r"report(?:ing)? (?:this|it|the incident|the harassment|what happened|the matter)|"
-            r"discuss(?:ing)? (?:this|it|the matter|your situation|your case)|"
-            r"tak(?:e|ing) (?:this|it|the matter)(?: up)?|go(?:ing)? to|turn(?:ing)? to|"
-            r"lodg(?:e|ing)|fil(?:e|ing) (?:a )?(?:formal )?(?:complaint|report|grievance)|"
-            r"seek(?:ing)? (?:help|support|advice) from|ask(?:ing)? (?:for )?)")
-_DIRECTIVE = re.compile(
-    r"(?:^(?:(?:please|so|then|just|now|also|first|instead|kindly|definitely|and|or|"
-    r"i would|feel free to|make sure to|be sure to)\s+)*"
-    r"|\byou (?:should|could|can|may|might|will|must|need to|ought to|may want to|might want to|"
-    r"would want to|are (?:welcome|encouraged|advised|invited) to|have the (?:right|option) to)"
-    r"\s+(?:also\s+|still\s+|always\s+|first\s+|directly\s+)?"
-    r"|\b(?:i|we) (?:would |strongly |really |highly )*(?:recommend|suggest|encourage|advise|urge)"
-    r"\s+(?:that\s+)?(?:you\s+)?(?:to\s+)?"
-    r"|\b(?:it is|it would be|it might be|it may be) (?:best|a good idea|worth|advisable|important|"
-    r"wise|better|worthwhile) (?:to\s+)?"
-    r"|\bthe (?:best|right|next|recommended) (?:next )?(?:step|option|thing|person|way|course of "
-    r"action|place)\b(?:\s+\w+){0,4}?\s+(?:is|would be) (?:to\s+)?)"
-    rf"(?P<verb>{_CONTACT})\b(?P<rest>.*)$")
-_THIRD_PARTY = re.compile(
-    r"(?P<target>" + _TARGET.pattern + r")(?:\s+[\w/()-]+){0,4}?\s+(?:will|would|is going to|"
-    r"are going to|should|can|shall|needs? to|is best placed to|are best placed to|is the best "
-    r"person to|are the best people to|is able to|are able to|has to)\s+(?:\w+\s+)?"
-    r"(?:be in touch|contact you|reach out|follow up|get back to you|call you|review (?:this|it|"
-    r"your)|look into (?:this|it|your)|look at (?:this|it|your)|handle (?:this|it|your)|handle\b"
-    r"|help(?: you)? with (?:this|it|your)|help you|help\s*$|assist you|be with you|"
-    r"take it from here|"
-    r"investigate|support you|advise you|speak (?:with|to) you|talk (?:with|to) you|walk you "
-    r"through|take over)")
-_PASSIVE_HANDOFF = re.compile(
-    r"\b(?:has|have|had|was|were|is being|are being|will be|has now|have now)\s+(?:been\s+)?"
-    r"(?:\w+\s+)?(?:escalated|transferred|referred|forwarded|passed on|passed|handed over|"
-    r"routed|flagged)\b(?P<rest>.*)$")
-_RIGHT_PERSON = re.compile(
-    r"\bthe (?:right|best) (?:person|people|team|place|contact)\b(?:\s+\w+){0,6}?\s+"
-    r"(?:is|are|would be|will be)\s+(?P<rest>.*)$")
-_GOES_TO_HUMAN = re.compile(r"\b(?:this|it|your (?:case|report|request|concern|situation|question)"
-                            r")\s+(?:needs|has|ought|should|will need) to (?:go|be escalated|be "
-                            r"passed|be referred|be handled)\b")
-_NEGATOR = re.compile(r"\b(?:not|never|no need|without|instead of|rather than|nobody|no one|"
-                      r"unable|cannot|neither|nor)\b")
-_REPORTED = re.compile(r"(?<!\bif )\byou (?:have |had )?(?:asked|mentioned|said|wrote|requested|"
-                       r"told me|were wondering|wanted to|want to|would like to|wish to|are "
-                       r"asking|asked me to)\b")
-_COURTESY_CONTEXT = re.compile(
-    r"\b(?:if|should|in case) you (?:have|get) (?:any )?(?:other |more |further |additional |"
-    r"follow-up )?questions?\b|\bfor (?:more|further|additional|other) (?:details|information|"
-    r"help|questions|info|queries)\b|\bany (?:other|further|more) questions\b|\banything else\b"
-    r"|\bif you need (?:more|further) (?:help|details|information)\b")
-_COURTESY_CLAUSE = re.compile(
-    r"^(?:(?:i am |i would be |we are |i will be )?(?:so |very |really |truly )?(?:sorry|happy to "
-    r"help|glad to help|happy to (?:help|answer|assist|explain)|glad to (?:help|answer|assist))|"
-    r"(?:i am )?sorry|thank(?:s| you)|hope (?:this|that) helps|let me know|please let me know|"
-    r"is there anything|anything else|feel free|you are welcome|of course|sure|certainly|no problem"
-    r"|hello|hi|good (?:morning|afternoon|evening)|i understand|i hear you|that sounds|"
-    r"i am here to help|i am happy to|i would be happy to|happy to|glad to|okay|ok|yes|no|nope|"
-    r"absolutely|great question|understood|alright)\b")
-
-#: Cheap pre-filters (a clause without any of these words cannot match a pattern below them;
-#: they keep scoring well under a millisecond per answer, see benchmarks/runner.py).
-_DECLINE_HINT = re.compile(
-    r"\b(?:not|cannot|never|no|nope|declin\w*|refus\w*|unable|rather|prefer|afraid|sorry|"
-    r"unfortunately|regret\w*|off-limits|off|outside|beyond|pass|turn|confidential|private|"
-    r"restricted|say)\b")
 
 # --------------------------------------------------------------------------- model
 
