@@ -11,7 +11,8 @@ Runs on one connection holding the agent's advisory lock (online ingest of the s
    the cluster it would join;
 4. rank (:mod:`evalloop.core.ranking`), embed the shortlisted questions (cached in
    ``triage_cases.question_embedding``), drop near-duplicates of each other, of golden cases and
-   of queue rows; upsert the kept candidates (idempotent on the question key);
+   of queue rows a reviewer already decided; upsert the kept candidates (idempotent on the
+   question key: a pending row is refreshed in place);
 5. one transaction writes cluster ids, clusters, candidates and resets the agent's counter.
 
 The caller publishes ``golden.candidate.proposed.v1`` from the queue's outbox afterwards.
@@ -268,8 +269,12 @@ async def recluster_agent(
             q_fresh = await embed(embedder, [queue[j]["question"] for j in q_need])
             for j, v in zip(q_need, q_fresh, strict=True):
                 q_vecs[j] = v
+            # a pending row is the same candidate as its question (refreshed in place); a row
+            # a reviewer decided blocks its question and near-duplicates: never re-proposed
             priors = [Prior("golden", g.case_id) for g in golden] + [
-                Prior("queue", str(r["candidate_id"]), r["question_key"]) for r in queue]
+                Prior("queue", str(r["candidate_id"]),
+                      r["question_key"] if r["status"] == "pending" else None)
+                for r in queue]
             pv = np.vstack([g_question.reshape(-1, dim)] + [v[None, :] for v in q_vecs
                                                             if v is not None])
             rows = [row_of[UUID(r.case.case_id)] for r in short]

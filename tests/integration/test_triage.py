@@ -333,3 +333,24 @@ async def test_golden_set_covers_its_cluster_and_blocks_its_question(
     questions = {r["question"] for r in await pool.fetch("SELECT question FROM review_queue")}
     assert golden_q not in questions
     assert await pool.fetchval("SELECT count(*) FROM review_queue") == 6  # refund: the next two
+
+
+async def test_reviewed_question_is_not_proposed_again(
+    service: TriageService, running: InProcessBus, pool: asyncpg.Pool
+) -> None:
+    cases = all_cases()
+    await send(running, cases)
+    top = await pool.fetchrow("SELECT candidate_id, cluster_id FROM review_queue "
+                              "ORDER BY confidence DESC LIMIT 1")
+    await pool.execute("UPDATE review_queue SET status = 'rejected' WHERE candidate_id = $1",
+                       top["candidate_id"])
+    report = await service.recluster(AGENT)
+    assert report.dropped.get("in_queue") == 1
+    # the rejected row stays as it was; its cluster gets another pending candidate instead
+    assert await pool.fetchval("SELECT status FROM review_queue WHERE candidate_id = $1",
+                               top["candidate_id"]) == "rejected"
+    pending = await pool.fetchval("SELECT count(*) FROM review_queue WHERE status = 'pending' "
+                                  "AND cluster_id = $1", top["cluster_id"])
+    assert pending == 2
+    assert len(report.new_candidates) == 1
+    assert len(proposed(running)) == 7

@@ -484,10 +484,11 @@ class QueueRow:
 
 
 async def queue_priors(conn: asyncpg.Connection, agent_id: str) -> list[Any]:
-    """Every queue row of the agent: candidate_id, question_key, question, question_embedding."""
+    """Every queue row of the agent: candidate_id, question_key, question, question_embedding,
+    status."""
     return list(await conn.fetch(
-        "SELECT candidate_id, question_key, question, question_embedding FROM review_queue "
-        "WHERE agent_id = $1 ORDER BY proposed_at, candidate_id", agent_id,
+        "SELECT candidate_id, question_key, question, question_embedding, status "
+        "FROM review_queue WHERE agent_id = $1 ORDER BY proposed_at, candidate_id", agent_id,
     ))
 
 

@@ -206,8 +206,9 @@ class Prior:
     Attributes:
         source: ``"golden"`` or ``"queue"``.
         ref: its id there (golden case id / candidate id).
-        key: :func:`question_key` of a queue row (``None`` for golden cases): a candidate with
-            the same key is that row itself, not a duplicate of it.
+        key: :func:`question_key` of a pending queue row (``None`` for golden cases and rows
+            a reviewer decided): a candidate with the same key is that row itself, not a
+            duplicate of it.
     """
 
     source: str
