@@ -219,12 +219,18 @@ def build(data_dir: Path, out_dir: Path = SAMPLE_DIR) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command line: ``--data`` (default ``../shared/data``), ``--out`` (default the package)."""
+    """Command line: ``--data`` (default: ``EVALLOOP_SHARED_DATA`` or ``../shared/data``),
+    ``--out`` (default: the package's ``data/sample``)."""
+    from evalloop.agent.kb import shared_data_dir
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=SAMPLE_DIR)
     args = parser.parse_args(argv)
-    manifest = build(args.data, args.out)
+    data = args.data or shared_data_dir()
+    if data is None:
+        parser.error("no --data given and ../shared/data (or EVALLOOP_SHARED_DATA) not found")
+    manifest = build(data, args.out)
     total = sum(f["bytes"] for f in manifest["files"].values())
     print(f"wrote {args.out} ({total / 1e6:.2f} MB)")
     for agent, pools in manifest["turns"].items():
