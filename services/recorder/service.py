@@ -9,8 +9,7 @@ Per batch of ``feedback.events.v1`` records (DESIGN.md, "The loop"):
 3. in ONE transaction: insert the events (``ON CONFLICT (event_id) DO NOTHING``), dead-letter
    those whose id was already stored with other content, re-fuse every judged turn the batch
    touched (one with an event other than ``agent_response``) from ALL its stored events, and
-   upsert the turns' negative cases. Decoding overlaps the statements: chunk k+1 is decoded
-   while the server inserts chunk k;
+   upsert the turns' negative cases;
 4. after the commit: publish the dead letters, then the negative cases that are new or changed
    (``feedback.negative.v1``, key ``agent_id``), and return; the transport commits the offsets
    only then.
@@ -29,7 +28,7 @@ import gc
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 from uuid import UUID
 
 from evalloop.adapters.bus import Record
@@ -47,8 +46,6 @@ from evalloop.core.fusion import FusionWeights, TurnKey, fuse, turn_key
 from evalloop.errors import InvalidEvent
 from evalloop.events import (
     MAX_EVENT_BYTES,
-    AgentChanged,
-    AgentResponse,
     FeedbackEvent,
     NegativeCase,
     dump_event,
@@ -101,8 +98,7 @@ def received_time(record: Record) -> datetime:
     return datetime.fromtimestamp(record.timestamp_ms / 1000, UTC)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class _Item:
+class _Item(NamedTuple):
     record: Record
     event: FeedbackEvent
     row: EventRow
@@ -110,12 +106,15 @@ class _Item:
 
 
 @dataclass
-class _Stored:
-    """What the chunked inserts found: ids newly inserted, and per judged turn its events
-    that this transaction did not insert (earlier batches, redelivered copies)."""
+class _Decoded:
+    """A decoded batch: first copy of each id (``unique``) with its row, later copies of an
+    id (``repeats``, judged once stored), the turns touched, and those with a judging event."""
 
-    inserted: set[UUID] = field(default_factory=set)
-    others: dict[TurnKey, dict[UUID, FeedbackEvent]] = field(default_factory=dict)
+    unique: dict[UUID, _Item] = field(default_factory=dict)
+    rows: list[EventRow] = field(default_factory=list)
+    repeats: list[_Item] = field(default_factory=list)
+    keys: set[TurnKey] = field(default_factory=set)
+    judged: set[TurnKey] = field(default_factory=set)
 
 
 def _content(event: FeedbackEvent) -> dict[str, Any]:
@@ -167,10 +166,10 @@ class RecorderService(Service):
                   "(at-least-once; key agent_id; dedupe by case_id)"),
     )
 
-    #: Rows per INSERT statement inside a batch (decoding the next chunk overlaps it).
-    INSERT_CHUNK: ClassVar[int] = 1000
-    #: Records decoded between two yields to the event loop.
-    YIELD_EVERY: ClassVar[int] = 100
+    #: Records decoded between two yields to the event loop. (Decoding chunk k+1 while the
+    #: server inserted chunk k was tried and measured: the extra statements cost more server
+    #: CPU than the overlap saved on 2 shared cores, so a batch is one COPY and one INSERT.)
+    YIELD_EVERY: ClassVar[int] = 500
 
     #: Allocations between two young-generation collections of the cyclic GC (CPython's
     #: default is 700). A batch allocates several objects per record, nearly all freed by
@@ -238,85 +237,59 @@ class RecorderService(Service):
             The outcome; its dead letters and cases still have to be published.
         """
         outcome = BatchOutcome()
-        unique: dict[UUID, _Item] = {}
-        repeats: list[_Item] = []  # later copies of an id in this batch, judged after storing
-        async with self.deps.pool.acquire() as conn, conn.transaction():
-            stored = await self._decode_and_insert(conn, records, unique, repeats, outcome)
-            if unique:
-                await self._store(conn, unique, repeats, stored, outcome)
+        decoded = await self._decode(records, outcome)
+        if decoded.unique:
+            async with self.deps.pool.acquire() as conn, conn.transaction():
+                inserted = set(await insert_events(conn, decoded.rows))
+                judged = await load_turn_events(
+                    conn, decoded.keys, judged=decoded.judged, skip_own=True
+                )
+                await self._store(conn, decoded, inserted, judged, outcome)
         outcome.dead_letters.sort(key=lambda d: (d.record.partition, d.record.offset))
         return outcome
 
-    async def _decode_and_insert(
-        self, conn: Any, records: list[Record], unique: dict[UUID, _Item], repeats: list[_Item],
-        outcome: BatchOutcome,
-    ) -> _Stored:
-        """Decode chunk k+1 while PostgreSQL inserts chunk k and loads its turns.
+    async def _decode(self, records: list[Record], outcome: BatchOutcome) -> _Decoded:
+        """Decode and dedupe ``records``; undecodable ones become dead letters in ``outcome``.
 
-        Decoding (pydantic) and the statements (the server) are the two largest costs and run
-        on different cores when overlapped (``benchmarks/recorder.py``). The decode loop yields
-        every ``YIELD_EVERY`` records so that the in-flight statement's bytes keep flowing.
-        Loading a turn's other events per chunk is exact: "other" means not inserted by this
-        transaction, the same set whenever it is read within it.
+        Yields to the event loop every :attr:`YIELD_EVERY` records, so that other tasks of
+        the process (the Kafka client's heartbeats, in-process services) keep running.
         """
-        stored = _Stored()
-
-        async def insert_and_load(
-            rows: list[EventRow], keys: set[TurnKey], judged: set[TurnKey]
-        ) -> None:
-            stored.inserted.update(await insert_events(conn, rows))
-            loaded = await load_turn_events(conn, keys, judged=judged, skip_own=True)
-            for key, events in loaded.items():
-                others = stored.others.setdefault(key, {})
-                others.update((e.event_id, e) for e in events)
-
-        try:
-            async with asyncio.TaskGroup() as tg:
-                pending: asyncio.Task[None] | None = None
-                for start in range(0, len(records), self.INSERT_CHUNK):
-                    fresh: list[EventRow] = []
-                    keys: set[TurnKey] = set()
-                    judged: set[TurnKey] = set()  # turns with a judging event in the chunk
-                    for i, record in enumerate(records[start:start + self.INSERT_CHUNK]):
-                        if i and i % self.YIELD_EVERY == 0:
-                            await asyncio.sleep(0)
-                        try:
-                            event = decode_record(record)
-                        except InvalidEvent as exc:
-                            outcome.dead_letters.append(DeadLetter(record, exc))
-                            continue
-                        # The payload is the record's own JSON (validated just now), so it
-                        # need not be encoded again: content comparisons happen on values.
-                        row = event_row(event, received_time(record), record.value.decode())
-                        key = None if isinstance(event, AgentChanged) else turn_key(event)
-                        item = _Item(record, event, row, key)
-                        if event.event_id in unique:
-                            repeats.append(item)
-                            continue
-                        unique[event.event_id] = item
-                        fresh.append(row)
-                        if key is not None:
-                            keys.add(key)
-                            if not isinstance(event, AgentResponse):
-                                judged.add(key)
-                    if pending is not None:
-                        await pending
-                    pending = (
-                        tg.create_task(insert_and_load(fresh, keys, judged)) if fresh else None
-                    )
-                    await asyncio.sleep(0)  # let the insert send its statement
-                if pending is not None:
-                    await pending
-        except ExceptionGroup as group:
-            raise group.exceptions[0] from group  # one failure at a time: the first
-        return stored
+        decoded = _Decoded()
+        unique, keys, judged = decoded.unique, decoded.keys, decoded.judged
+        for i, record in enumerate(records):
+            if i and i % self.YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            try:
+                event = decode_record(record)
+            except InvalidEvent as exc:
+                outcome.dead_letters.append(DeadLetter(record, exc))
+                continue
+            # The payload is the record's own JSON (validated just now): not encoded again;
+            # content comparisons happen on validated values (event_store.event_content).
+            row = event_row(event, received_time(record), record.value.decode())
+            # event_type, not isinstance: isinstance on pydantic models goes through ABCMeta
+            etype = event.event_type
+            key = None if etype == "agent_changed" else turn_key(event)
+            item = _Item(record, event, row, key)
+            if event.event_id in unique:
+                decoded.repeats.append(item)
+                continue
+            unique[event.event_id] = item
+            decoded.rows.append(row)
+            if key is not None:
+                keys.add(key)
+                if etype != "agent_response":
+                    judged.add(key)
+        return decoded
 
     async def _store(
-        self, conn: Any, unique: dict[UUID, _Item], repeats: list[_Item], stored: _Stored,
-        outcome: BatchOutcome,
+        self, conn: Any, decoded: _Decoded, inserted: set[UUID],
+        judged: dict[TurnKey, list[FeedbackEvent]], outcome: BatchOutcome,
     ) -> None:
+        """Sort the batch into stored / already stored / conflicting, re-fuse the ``judged``
+        turns (each with its stored events other than those just ``inserted``), upsert."""
+        unique, repeats = decoded.unique, decoded.repeats
         items = list(unique.values())
-        inserted = stored.inserted
         seen = [item.row for item in items if item.row.event_id not in inserted]
         conflicts = {c.event_id: c for c in await find_conflicts(conn, seen)}
         own: dict[TurnKey, list[FeedbackEvent]] = {}  # judged turns' events inserted now
@@ -326,7 +299,6 @@ class RecorderService(Service):
             error = conflict_error(str(item.event.event_id), kept, _content(item.event), fields)
             outcome.dead_letters.append(DeadLetter(item.record, error))
 
-        judged = stored.others  # the turns to fuse: those load_turn_events returned
         for item in items:
             event_id = item.event.event_id
             if event_id in conflicts:
@@ -354,9 +326,9 @@ class RecorderService(Service):
                 outcome.already_stored.append(event_id)
 
         cases = []
-        for key, others in judged.items():
+        for key, stored in judged.items():
             # by id: an event is never counted twice, even if it were both "own" and loaded
-            events = {**others, **{e.event_id: e for e in own.get(key, ())}}
+            events = {e.event_id: e for e in stored} | {e.event_id: e for e in own.get(key, ())}
             case = fuse(list(events.values()), self.weights)
             if case is not None:
                 cases.append(case)
