@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from evalloop.adapters.bus import InProcessBus, Record, partition_for
+from evalloop.adapters.bus import InProcessBus, Record
 from evalloop.errors import BusError
 
 
@@ -136,9 +136,3 @@ async def test_publish_rejects_non_bytes_naming_the_type() -> None:
     b = InProcessBus()
     with pytest.raises(BusError, match="expected bytes, got str"):
         await b.publish("t", "text")  # type: ignore[arg-type]
-
-
-def test_partition_for_is_stable_and_in_range() -> None:
-    assert partition_for(None, 3) == 0
-    assert partition_for("agent-1", 3) == partition_for("agent-1", 3)
-    assert {partition_for(f"a{i}", 3) for i in range(50)} == {0, 1, 2}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -103,8 +102,10 @@ class InProcessBus:
         is raised out of ``run()`` (a crash, as a consumer would crash on Kafka)."""
         self._log: dict[str, list[Record]] = {}
         self._subs: list[_Subscription] = []
-        self._changed = asyncio.Event()
+        self._wakeups: list[asyncio.Event] = []
+        self._tg: asyncio.TaskGroup | None = None
         self._stopped = False
+        self._stopped_event = asyncio.Event()
         self._retry_delay_s = retry_delay_s
         self._max_attempts = max_attempts
         self._idle = asyncio.Event()
@@ -133,7 +134,8 @@ class InProcessBus:
             )
         )
         self._idle.clear()
-        self._changed.set()
+        for wakeup in self._wakeups:
+            wakeup.set()
 
     async def publish_batch(self, topic: str, items: list[tuple[str | None, bytes]]) -> None:
         """Append ``(key, value)`` pairs in order (see :class:`Bus`)."""
@@ -144,8 +146,11 @@ class InProcessBus:
     def subscribe(
         self, topic: str, group: str, handler: BatchHandler, *, max_records: int = 1000
     ) -> None:
-        """Register ``handler`` for ``topic`` in consumer group ``group`` from the earliest offset."""
-        self._subs.append(_Subscription(topic, group, handler, max_records))
+        """Register ``handler`` for ``topic`` in group ``group``, from the earliest offset."""
+        sub = _Subscription(topic, group, handler, max_records)
+        self._subs.append(sub)
+        if self._tg is not None:
+            self._start_consumer(sub)
 
     def topic_size(self, topic: str) -> int:
         """Number of messages ever published to ``topic``."""
@@ -182,20 +187,48 @@ class InProcessBus:
     async def run(self) -> None:
         """Deliver batches to every subscription until :meth:`stop` is called.
 
+        Each subscription consumes in a task of its own, as separate consumer groups do on
+        Kafka: a slow consumer (triage embedding) does not hold up a fast one (recorder).
+
         Raises:
             Exception: whatever a handler raised ``max_attempts`` times in a row.
         """
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                for sub in self._subs:
+                    self._start_consumer(sub)
+                # Keep the group open until stop(): later subscriptions still get a consumer.
+                await self._stopped_event.wait()
+        except BaseExceptionGroup as group:
+            # One consumer crashed and the others were cancelled: raise its error as it was.
+            raise group.exceptions[0]  # noqa: B904
+        finally:
+            self._tg = None
+
+    def _start_consumer(self, sub: _Subscription) -> None:
+        assert self._tg is not None
+        self._tg.create_task(self._consume(sub), name=f"in-process:{sub.group}:{sub.topic}")
+
+    async def _consume(self, sub: _Subscription) -> None:
+        wakeup = asyncio.Event()
+        self._wakeups.append(wakeup)
         while not self._stopped:
-            progressed = False
-            for sub in self._subs:
-                progressed |= await self._step(sub)
-            if not progressed:
-                self._idle.set()
-                self._changed.clear()
-                try:
-                    await asyncio.wait_for(self._changed.wait(), timeout=0.5)
-                except TimeoutError:
-                    pass
+            if await self._step(sub):
+                await asyncio.sleep(0)  # let the other consumers and publishers run
+                continue
+            wakeup.clear()
+            self._notify_idle()
+            if self._stopped:
+                break
+            try:
+                await asyncio.wait_for(wakeup.wait(), timeout=0.5)
+            except TimeoutError:
+                pass
+
+    def _notify_idle(self) -> None:
+        if not self.lag():
+            self._idle.set()
 
     async def drain(self, timeout_s: float = 600.0) -> None:
         """Wait until every subscription is caught up (``lag() == 0``), at most ``timeout_s``.
@@ -206,14 +239,14 @@ class InProcessBus:
         async with asyncio.timeout(timeout_s):
             while self.lag():
                 self._idle.clear()
-                await self._idle.wait()
+                try:
+                    await asyncio.wait_for(self._idle.wait(), timeout=0.5)
+                except TimeoutError:
+                    pass
 
     def stop(self) -> None:
         """Make :meth:`run` return after the batch in progress."""
         self._stopped = True
-        self._changed.set()
-
-
-def partition_for(key: str | None, partitions: int) -> int:
-    """Stable partition of ``key`` among ``partitions`` (crc32; ``None`` -> 0)."""
-    return 0 if key is None else zlib.crc32(key.encode()) % partitions
+        self._stopped_event.set()
+        for wakeup in self._wakeups:
+            wakeup.set()
