@@ -49,6 +49,8 @@ from typing import Any
 import asyncpg
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from faststream import TestApp
+
 from evalloop.adapters.event_store import event_row
 from evalloop.adapters.kafka import ensure_topics
 from evalloop.adapters.postgres import connect_pool, create_database, migrate, start_embedded
@@ -56,8 +58,6 @@ from evalloop.events import parse_event
 from evalloop.runtime import build_faststream_app
 from evalloop.settings import KafkaSettings, PostgresSettings, RecorderSettings, Settings
 from evalloop.topics import GROUP_RECORDER, Topics
-from faststream import TestApp
-
 from services.recorder.service import RecorderService
 
 REPO = Path(__file__).resolve().parent.parent
@@ -253,39 +253,45 @@ async def raw_insert(
     return len(items) / elapsed, cpu
 
 
-async def committed(bootstrap: str, group: str, topic: str) -> int:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        offsets = await admin.list_consumer_group_offsets(group)
-    finally:
-        await admin.close()
+async def committed(admin: AIOKafkaAdminClient, group: str, topic: str) -> int:
+    """Records of ``topic`` that ``group`` has committed (the recorder commits a batch only
+    after its transaction did: committed = stored or judged)."""
+    offsets = await admin.list_consumer_group_offsets(group)
     return sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic and meta.offset > 0)
 
 
-async def run_recorder(settings: Settings, pool: asyncpg.Pool, n: int, group: str,
-                       topic: str, meter: CpuMeter, *, redelivery: bool) -> dict[str, Any]:
-    """Run the recorder app until it consumed ``n`` records; returns timings and CPU."""
+async def run_recorder(settings: Settings, n: int, group: str, topic: str,
+                       meter: CpuMeter) -> dict[str, Any]:
+    """Run the recorder app until consumer group ``group`` committed ``n`` records.
+
+    Progress is read from Kafka (the committed offsets), not with ``count(*)`` on the table,
+    which would add PostgreSQL work to what is measured.
+
+    Returns:
+        ``seconds`` from the app's start, ``rate`` = n / seconds, ``sustained`` = rate after
+        the first 10%, ``cpu`` (per event).
+    """
     cls = RecorderService.with_batch_size(settings.recorder.max_records)
     cls.consumes = (replace(cls.consumes[0], group=group),)
     app = build_faststream_app(cls, settings)
     samples: list[tuple[float, int]] = []
-    async with TestApp(app):
-        before = meter.snapshot()
-        t0 = time.perf_counter()
-        while True:
-            if redelivery:
-                done = await committed(settings.kafka.bootstrap, group, topic)
-            else:
-                async with pool.acquire() as conn:
-                    done = int(await conn.fetchval("SELECT count(*) FROM events"))
-            samples.append((time.perf_counter() - t0, done))
-            if done >= n:
-                break
-            if samples[-1][0] > 600:
-                raise TimeoutError(f"recorder stalled at {done}/{n} after 600 s")
-            await asyncio.sleep(0.1)
-        cpu = per_event(before, meter.snapshot(), n)
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap)
+    await admin.start()
+    try:
+        async with TestApp(app):
+            before = meter.snapshot()
+            t0 = time.perf_counter()
+            while True:
+                done = await committed(admin, group, topic)
+                samples.append((time.perf_counter() - t0, done))
+                if done >= n:
+                    break
+                if samples[-1][0] > 900:
+                    raise TimeoutError(f"recorder stalled at {done}/{n} after 900 s")
+                await asyncio.sleep(0.1)
+            cpu = per_event(before, meter.snapshot(), n)
+    finally:
+        await admin.close()
     total = samples[-1][0]
     t10, c10 = next((t, c) for t, c in samples if c >= n * 0.1)
     return {"seconds": total, "rate": n / total, "cpu": cpu,
@@ -341,14 +347,16 @@ async def main(argv: list[str] | None = None) -> int:
                             recorder=RecorderSettings(max_records=args.batch))
         pool = await connect_pool(dsn, min_size=1, max_size=2)
         stack.push_async_callback(pool.close)
-        first = await run_recorder(settings, pool, len(items), GROUP_RECORDER,
-                                   topics.feedback_events, meter, redelivery=False)
+        first = await run_recorder(settings, len(items), GROUP_RECORDER,
+                                   topics.feedback_events, meter)
+        async with pool.acquire() as conn:
+            stored_first = int(await conn.fetchval("SELECT count(*) FROM events"))
         raw_after, raw_cpu = await raw_insert(raw_dsn, items, meter)
         print(f"raw unnest insert (after):  {raw_after:,.0f} rows/s; {raw_cpu}")
         raw = (raw_before + raw_after) / 2
 
-        again = await run_recorder(settings, pool, len(items), f"{GROUP_RECORDER}-replay",
-                                   topics.feedback_events, meter, redelivery=True)
+        again = await run_recorder(settings, len(items), f"{GROUP_RECORDER}-replay",
+                                   topics.feedback_events, meter)
         async with pool.acquire() as conn:
             stored = int(await conn.fetchval("SELECT count(*) FROM events"))
             cases = int(await conn.fetchval("SELECT count(*) FROM negative_cases"))
@@ -360,10 +368,12 @@ async def main(argv: list[str] | None = None) -> int:
               f"{first['cpu']}")
         print(f"raw insert: {raw:,.0f} rows/s (mean of before/after)")
         print(f"ratio:      {ratio:.2f} of raw (target >= {TARGET_RATIO})")
-        print(f"redelivery: {again['rate']:,.0f} events/s; rows {stored:,} "
-              f"({'unchanged' if stored == len(items) else 'CHANGED'}), negative cases {cases:,}")
+        print(f"redelivery: {again['rate']:,.0f} events/s; rows {stored_first:,} after the first "
+              f"pass, {stored:,} after redelivery "
+              f"({'unchanged' if stored == stored_first == len(items) else 'CHANGED'}); "
+              f"negative cases {cases:,}")
         ok = (first["sustained"] >= TARGET_RATE and ratio >= TARGET_RATIO
-              and stored == len(items))
+              and stored == stored_first == len(items))
         print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes share the CPUs)")
         print(f"targets: {'met' if ok else 'NOT met'} (>= {TARGET_RATE:,} events/s sustained, "
               f">= {TARGET_RATIO} of raw, idempotent)")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uvicorn
-from evalloop.settings import Settings
 
+from evalloop.settings import Settings
 from services.ingest.app import build_http_app
 
 

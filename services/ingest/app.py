@@ -26,16 +26,17 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from evalloop.adapters.bus import Bus
 from evalloop.adapters.event_store import check_storable
 from evalloop.errors import BusError, FieldProblem, InvalidBatch, InvalidEvent
 from evalloop.events import FeedbackEvent, dump_event, parse_events, utc_now
 from evalloop.runtime import topics_for
 from evalloop.settings import Settings
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 __all__ = ["build_http_app", "dedupe_batch"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from evalloop.runtime import build_faststream_app
-from evalloop.settings import Settings
 from faststream import FastStream
 
+from evalloop.runtime import build_faststream_app
+from evalloop.settings import Settings
 from services.recorder.service import RecorderService
 
 __all__ = ["build_app"]

@@ -31,6 +31,8 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, NamedTuple
 from uuid import UUID
 
+from pydantic import TypeAdapter, ValidationError
+
 from evalloop.adapters.bus import Record
 from evalloop.adapters.event_store import (
     VOLATILE_FIELDS,
@@ -53,8 +55,6 @@ from evalloop.events import (
 )
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_RECORDER
-from pydantic import TypeAdapter, ValidationError
-
 from services.recorder.dlq import DeadLetter, conflict_error, dlq_headers
 
 __all__ = [
@@ -166,9 +166,9 @@ class RecorderService(Service):
                   "(at-least-once; key agent_id; dedupe by case_id)"),
     )
 
-    #: Records decoded between two yields to the event loop. (Decoding chunk k+1 while the
-    #: server inserted chunk k was tried and measured: the extra statements cost more server
-    #: CPU than the overlap saved on 2 shared cores, so a batch is one COPY and one INSERT.)
+    #: Records decoded between two yields to the event loop. (Decoding part k+1 of a batch
+    #: while the server inserted part k was built and measured: no gain on this 2-core machine,
+    #: whose second core is busy with PostgreSQL, Kafka and other work; simpler won.)
     YIELD_EVERY: ClassVar[int] = 500
 
     #: Allocations between two young-generation collections of the cyclic GC (CPython's
@@ -266,7 +266,8 @@ class RecorderService(Service):
                 continue
             # The payload is the record's own JSON (validated just now): not encoded again;
             # content comparisons happen on validated values (event_store.event_content).
-            row = event_row(event, received_time(record), record.value.decode())
+            received = None if event.received_at is not None else received_time(record)
+            row = event_row(event, received, record.value.decode())
             # event_type, not isinstance: isinstance on pydantic models goes through ABCMeta
             etype = event.event_type
             key = None if etype == "agent_changed" else turn_key(event)

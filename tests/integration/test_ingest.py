@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+
 from evalloop.adapters.bus import InProcessBus
 from evalloop.errors import BusError
 from evalloop.events import MAX_EVENT_BYTES
 from evalloop.settings import IngestSettings, Settings
 from evalloop.topics import Topics
-
 from services.ingest.app import build_http_app
 
 TOPIC = Topics().feedback_events

@@ -14,6 +14,7 @@ from uuid import UUID
 
 import asyncpg
 import pytest
+
 from evalloop.adapters.bus import InProcessBus, Record
 from evalloop.adapters.event_store import count_events
 from evalloop.core.fusion import TurnKey, case_id_for
@@ -21,7 +22,6 @@ from evalloop.events import MAX_EVENT_BYTES, NegativeCase
 from evalloop.runtime import Deps, mount_in_process
 from evalloop.settings import Settings
 from evalloop.topics import Topics
-
 from services.recorder.service import RecorderService
 
 T = Topics()

@@ -19,11 +19,11 @@ import httpx
 import pytest
 import uvicorn
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from faststream import TestApp
+
 from evalloop.events import NegativeCase
 from evalloop.settings import Settings
 from evalloop.topics import Topics
-from faststream import TestApp
-
 from services.ingest.app import build_http_app
 from services.recorder.app import build_app
 

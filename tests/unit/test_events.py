@@ -8,6 +8,8 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from pydantic import ValidationError
+
 from evalloop.errors import FieldProblem, InvalidBatch, InvalidEvent
 from evalloop.events import (
     MAX_EVENT_BYTES,
@@ -23,7 +25,6 @@ from evalloop.events import (
     parse_events,
     utc_now,
 )
-from pydantic import ValidationError
 
 EID = "00000000-0000-0000-0000-000000000001"
 TYPES = (

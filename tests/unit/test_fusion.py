@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID, uuid5
 
 import pytest
+
 from evalloop.core.fusion import (
     CASE_NAMESPACE,
     FusionWeights,
