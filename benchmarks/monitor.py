@@ -68,7 +68,6 @@ from evalloop.settings import (  # noqa: E402
     Settings,
 )
 from evalloop.topics import Topics  # noqa: E402
-
 from services.monitor.service import MonitorService  # noqa: E402
 
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
@@ -303,9 +302,9 @@ async def kafka_phase(admin_dsn: str, bootstrap: str, events: list[Any], rate: f
                       predicted: dict[str, int]) -> dict[str, Any]:
     """Phase 2: paced events produced to real Kafka, the monitor's FastStream app."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-    from evalloop.adapters.kafka import ensure_topics
     from faststream import TestApp
 
+    from evalloop.adapters.kafka import ensure_topics
     from services.monitor.app import build_app
 
     prefix = f"bench{uuid.uuid4().hex[:8]}."

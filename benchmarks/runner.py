@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
+
 from evalloop.adapters.agent_client import AgentClient
 from evalloop.cli.eval_cmd import bundled_evals
 from evalloop.core.evaluation.cases import EvalCase, load_eval_file

@@ -191,10 +191,10 @@ def phase_recluster(x: np.ndarray, negs: list[dict[str, Any]], n: int, sigma: fl
 async def phase_service(model: MiniLMEmbedder, y: np.ndarray, idx: np.ndarray,
                         negs: list[dict[str, Any]], seed: int) -> None:
     import asyncpg
+
     from evalloop.adapters.postgres import connect_pool, create_database, migrate, start_embedded
     from evalloop.adapters.triage_store import to_bytes
     from evalloop.settings import TriageSettings
-
     from services.triage.online import text_hash
     from services.triage.pipeline import recluster_agent
 

@@ -27,6 +27,7 @@ import asyncpg
 import pytest
 import pytest_asyncio
 from aiokafka.admin import AIOKafkaAdminClient
+
 from evalloop.adapters import local_kafka
 from evalloop.adapters.kafka import ensure_topics
 from evalloop.adapters.postgres import connect_pool, create_database, migrate, start_embedded

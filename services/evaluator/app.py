@@ -8,7 +8,6 @@ from typing import Any
 
 from evalloop.runtime import build_faststream_app
 from evalloop.settings import Settings
-
 from services.evaluator.service import EvaluatorService
 
 __all__ = ["build_app"]

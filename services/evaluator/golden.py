@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+
 from evalloop.adapters import golden_store
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.evaluation.results import EvalRun

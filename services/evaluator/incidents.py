@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+
 from evalloop.adapters.bus import Record
 from evalloop.core.fusion import TurnKey, case_id_for
 from evalloop.core.ranking import question_key

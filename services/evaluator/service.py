@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 from uuid import UUID
 
+from pydantic import ValidationError
+
 from evalloop.adapters import job_store
 from evalloop.adapters.agent_client import AgentClient
 from evalloop.adapters.bus import Record
@@ -62,8 +64,6 @@ from evalloop.events import (
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.settings import AgentEndpoint
 from evalloop.topics import GROUP_EVALUATOR
-from pydantic import ValidationError
-
 from services.evaluator import golden, incidents
 
 __all__ = ["GROUP_EVALUATOR_INCIDENTS", "EvaluatorService", "JobFailed", "run_id_for"]

@@ -6,7 +6,6 @@ from typing import Any
 
 from evalloop.runtime import build_faststream_app
 from evalloop.settings import Settings
-
 from services.monitor.service import MonitorService
 
 __all__ = ["build_app"]

@@ -30,6 +30,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+
 from evalloop.adapters import monitor_store as store
 from evalloop.adapters.bus import Record
 from evalloop.core.fusion import FusionWeights, classify
@@ -46,7 +47,6 @@ from evalloop.events import (
 )
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_MONITOR
-
 from services.monitor.requests import change_request, negative_rate_request, weekly_request
 
 __all__ = ["MonitorService"]

@@ -7,7 +7,6 @@ from typing import Any
 from evalloop.adapters.embedder import build_embedder
 from evalloop.runtime import build_faststream_app
 from evalloop.settings import Settings
-
 from services.triage.service import TriageService
 
 __all__ = ["build_app"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import asyncpg
 import numpy as np
+
 from evalloop.adapters.embedder import Embedder, embed
 from evalloop.adapters.triage_store import (
     CaseRow,

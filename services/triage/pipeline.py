@@ -30,6 +30,7 @@ from uuid import UUID
 
 import asyncpg
 import numpy as np
+
 from evalloop.adapters.embedder import Embedder, embed
 from evalloop.adapters.triage_store import (
     ClusterRow,

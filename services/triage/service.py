@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from uuid import UUID
 
+from pydantic import ValidationError
+
 from evalloop.adapters.bus import Record
 from evalloop.adapters.embedder import Embedder, build_embedder
 from evalloop.adapters.triage_store import agents_due, mark_published, store_errors, unpublished
@@ -40,8 +42,6 @@ from evalloop.errors import BusError, EmbeddingError, StorageError
 from evalloop.events import CandidateProposed, NegativeCase, dump_event
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_TRIAGE
-from pydantic import ValidationError
-
 from services.triage.online import IngestOutcome, ingest_cases
 from services.triage.pipeline import GoldenCache, ReclusterReport, recluster_agent
 

@@ -218,7 +218,10 @@ class EvaluatorSettings(BaseModel):
 
 
 class Settings(BaseSettings):
-    """All of evalloop's settings; env ``EVALLOOP_<SECTION>__<FIELD>`` (e.g. ``EVALLOOP_KAFKA__BOOTSTRAP``)."""
+    """All of evalloop's settings: env ``EVALLOOP_<SECTION>__<FIELD>``.
+
+    Example: ``EVALLOOP_KAFKA__BOOTSTRAP=127.0.0.1:9092``, ``EVALLOOP_MONITOR__THRESHOLD=0.02``.
+    """
 
     model_config = SettingsConfigDict(
         env_prefix="EVALLOOP_", env_nested_delimiter="__", env_file=".env", extra="ignore"

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+
 from evalloop.adapters.agent_client import AgentClient
 from evalloop.agent import FORMATS, AgentConfig, serve_agent
 from evalloop.core.evaluation.cases import load_eval_file

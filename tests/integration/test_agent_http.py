@@ -11,9 +11,10 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
 from evalloop.agent import AgentConfig, load_kb, serve_agent
 from evalloop.agent.kb import shared_data_dir
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

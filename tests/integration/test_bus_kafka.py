@@ -10,12 +10,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition
+from faststream.kafka import KafkaBroker
+
 from evalloop.adapters.bus import Record
 from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics, subscribe_batch
 from evalloop.errors import BusError
 from evalloop.settings import KafkaSettings
 from evalloop.topics import Topics
-from faststream.kafka import KafkaBroker
 
 WAIT_S = 60.0  # upper bound for a delivery on a loaded 2-core machine (not a timing assertion)
 

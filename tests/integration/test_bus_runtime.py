@@ -8,6 +8,8 @@ from typing import ClassVar
 
 import asyncpg
 from aiokafka.admin import AIOKafkaAdminClient
+from faststream import TestApp
+
 from evalloop.adapters.bus import Record
 from evalloop.adapters.kafka import KafkaBus, build_broker, subscribe_batch
 from evalloop.adapters.postgres import create_database
@@ -15,7 +17,6 @@ from evalloop.events import NegativeCase
 from evalloop.runtime import Consumes, Publishes, Service, build_faststream_app
 from evalloop.settings import KafkaSettings, PostgresSettings, Settings
 from evalloop.topics import Topics
-from faststream import TestApp
 
 WAIT_S = 60.0  # bound on a delivery (not a timing assertion)
 

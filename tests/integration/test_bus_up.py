@@ -10,6 +10,7 @@ import asyncpg
 import httpx
 import pytest
 import typer
+
 from evalloop.cli.up import SERVICES, available_services, load_service, run_services
 from evalloop.settings import IngestSettings, KafkaSettings, PostgresSettings, Settings
 

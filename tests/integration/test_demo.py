@@ -11,11 +11,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from rich.console import Console
+
 from evalloop.adapters.embedder import HashingEmbedder
 from evalloop.demo import DemoOptions, DemoReport, run_demo
 from evalloop.replay import prepare_replay
 from evalloop.replay.report import render
-from rich.console import Console
 
 END = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SLICE = {"span_hours": 24.0, "agents": ["covid-qa-uk", "covid-qa-who"], "end": END, "seed": 7}

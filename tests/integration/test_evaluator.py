@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 import pytest
 import pytest_asyncio
+
 from evalloop.adapters import job_store
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.golden_store import AgentRecord, import_golden_set, upsert_agent
@@ -23,7 +24,6 @@ from evalloop.events import ReevalCompleted, ReevalRequested, dump_event
 from evalloop.runtime import Deps, mount_in_process
 from evalloop.settings import EvaluatorSettings, PostgresSettings, Settings
 from evalloop.topics import Topics
-
 from services.evaluator.service import EvaluatorService, run_id_for
 
 HR = load_eval_file(bundled_evals())

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest_asyncio
+
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.event_store import insert_events
 from evalloop.core.fusion import TurnKey, case_id_for
@@ -26,7 +27,6 @@ from evalloop.events import (
 from evalloop.runtime import Deps, mount_in_process
 from evalloop.settings import PostgresSettings, Settings
 from evalloop.topics import Topics
-
 from services.evaluator.incidents import INCIDENT_CLUSTER_ID, candidate_id_for
 from services.evaluator.service import EvaluatorService
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import asyncpg
 import pytest
+
 from evalloop.adapters import job_store
 from evalloop.events import ReevalRequested
 

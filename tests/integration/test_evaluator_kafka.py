@@ -9,6 +9,8 @@ import uuid
 from datetime import UTC, datetime
 
 import asyncpg
+from faststream import TestApp
+
 from evalloop.adapters.bus import Record
 from evalloop.adapters.golden_store import AgentRecord, import_golden_set, upsert_agent
 from evalloop.adapters.kafka import KafkaBus, build_broker, subscribe_batch
@@ -18,8 +20,6 @@ from evalloop.core.evaluation.cases import load_eval_file
 from evalloop.events import ReevalCompleted, ReevalRequested, dump_event
 from evalloop.settings import EvaluatorSettings, Settings
 from evalloop.topics import Topics
-from faststream import TestApp
-
 from services.evaluator.app import build_app
 from services.evaluator.service import run_id_for
 

@@ -10,6 +10,8 @@ from uuid import uuid4
 
 import asyncpg
 import pytest
+from typer.testing import CliRunner
+
 from evalloop.adapters.golden_store import (
     AgentRecord,
     content_hash,
@@ -29,7 +31,6 @@ from evalloop.cli.main import app
 from evalloop.core.evaluation.cases import EvalSet, load_eval_file, parse_eval_document
 from evalloop.errors import ConfigError, GoldenSetError
 from evalloop.evaluation.runner import load_responses_file, run_eval
-from typer.testing import CliRunner
 
 HR_FILE = bundled_evals()
 HR = load_eval_file(HR_FILE)
@@ -120,7 +121,7 @@ async def test_agent_registry_never_stores_the_secret(pool: asyncpg.Pool) -> Non
                                         "HR_AGENT_TOKEN", "openai-sse")
     assert stored.headers({"HR_AGENT_TOKEN": "Bearer s3cret"}) == {
         "Authorization": "Bearer s3cret"}
-    with pytest.raises(ConfigError, match="HR_AGENT_TOKEN .* is not set"):
+    with pytest.raises(ConfigError, match=r"HR_AGENT_TOKEN .* is not set"):
         stored.headers({})
     await upsert_agent(pool, AgentRecord("hr-qa-agent", "http://127.0.0.1:9000/"))
     assert [(a.agent_id, a.endpoint_url, a.auth_header_name) for a in await list_agents(pool)] \

@@ -13,6 +13,7 @@ from uuid import UUID, uuid4, uuid5
 
 import asyncpg
 import pytest
+
 from evalloop.adapters import monitor_store as store
 from evalloop.adapters.bus import InProcessBus, Record
 from evalloop.errors import BusError, StorageError
@@ -28,7 +29,6 @@ from evalloop.events import (
 from evalloop.runtime import Deps, mount_in_process
 from evalloop.settings import MonitorSettings, PostgresSettings, Settings
 from evalloop.topics import Topics
-
 from services.monitor.requests import JOB_NAMESPACE
 from services.monitor.service import MonitorService
 

@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 import asyncpg
+from typer.testing import CliRunner
+
 from evalloop.adapters.postgres import create_database
 from evalloop.cli.jobs import summarize_result
 from evalloop.cli.main import app
-from typer.testing import CliRunner
 
 
 async def _job(pool: asyncpg.Pool, agent: str, trigger: str, reason: str, when: datetime,

@@ -8,13 +8,13 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
+from faststream import TestApp
+
 from evalloop.adapters.bus import Record
 from evalloop.adapters.kafka import KafkaBus, build_broker, subscribe_batch
 from evalloop.events import AgentResponse, ReevalRequested, UserRating, dump_event
 from evalloop.settings import MonitorSettings, Settings
 from evalloop.topics import Topics
-from faststream import TestApp
-
 from services.monitor.app import build_app
 
 WAIT_S = 90.0  # bound on delivery on a loaded 2-core machine (not a timing assertion)

@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 
 import uvicorn
 from aiokafka import AIOKafkaConsumer
+from typer.testing import CliRunner
+
 from evalloop.adapters.bus import InProcessBus
 from evalloop.cli.main import app
 from evalloop.replay import prepare_replay
 from evalloop.settings import Settings
 from evalloop.topics import Topics
-from typer.testing import CliRunner
-
 from services.ingest.app import build_http_app
 
 END = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 import asyncpg
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from faststream import TestApp
+
 from evalloop.adapters.postgres import connect_pool, create_database
 from evalloop.replay.corpus import load_sample
 from evalloop.replay.loop import in_process_loop
@@ -27,8 +29,6 @@ from evalloop.replay.producer import deliver, kafka_sink
 from evalloop.replay.schedule import AgentPlan, IncidentPlan, SchedulePlan, build_schedule
 from evalloop.settings import PostgresSettings, Settings
 from evalloop.topics import GROUP_MONITOR, GROUP_RECORDER, Topics
-from faststream import TestApp
-
 from services.monitor.app import build_app as monitor_app
 from services.monitor.service import MonitorService
 from services.recorder.app import build_app as recorder_app

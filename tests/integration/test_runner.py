@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runner_fake_agent import FakeAgent, free_port, serve
+
 from evalloop.adapters.agent_client import AgentClient
 from evalloop.cli.eval_cmd import bundled_evals
 from evalloop.core.evaluation.cases import EvalCase, load_eval_file
 from evalloop.core.evaluation.results import CaseStatus
 from evalloop.evaluation.runner import load_responses_file, run_eval
-from runner_fake_agent import FakeAgent, free_port, serve
 
 HR = load_eval_file(bundled_evals())
 REFERENCE = json.loads(bundled_evals("reference-responses.json").read_text())

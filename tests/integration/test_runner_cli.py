@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runner_fake_agent import FakeAgent, free_port, serve
+from typer.testing import CliRunner
+
 from evalloop.cli.eval_cmd import bundled_evals
 from evalloop.cli.main import app
 from evalloop.core.evaluation.cases import load_eval_file
-from runner_fake_agent import FakeAgent, free_port, serve
-from typer.testing import CliRunner
 
 HR_FILE = bundled_evals()
 REFERENCE_FILE = bundled_evals("reference-responses.json")

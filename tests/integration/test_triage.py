@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 import pytest_asyncio
+
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.embedder import HashingEmbedder
 from evalloop.events import CandidateProposed, NegativeCase, dump_event
 from evalloop.runtime import Deps, mount_in_process
 from evalloop.settings import Settings, TriageSettings
 from evalloop.topics import Topics
-
 from services.triage.pipeline import candidate_id
 from services.triage.service import TriageService
 

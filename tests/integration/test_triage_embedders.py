@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+
 from evalloop.adapters.embedder import (
     HashingEmbedder,
     OpenAIEmbedder,

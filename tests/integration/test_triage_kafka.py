@@ -8,14 +8,14 @@ import asyncio
 import uuid
 
 import asyncpg
+from faststream import TestApp
+from test_triage import all_cases
+
 from evalloop.adapters.bus import Record
 from evalloop.adapters.kafka import KafkaBus, build_broker, subscribe_batch
 from evalloop.events import CandidateProposed, dump_event
 from evalloop.settings import Settings, TriageSettings
 from evalloop.topics import Topics
-from faststream import TestApp
-from test_triage import all_cases
-
 from services.triage.app import build_app
 
 WAIT_S = 90.0  # bound on delivery on a loaded 2-core machine (not a timing assertion)

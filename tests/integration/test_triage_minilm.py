@@ -18,6 +18,8 @@ from pathlib import Path
 import asyncpg
 import numpy as np
 import pytest
+from sklearn.metrics import homogeneity_completeness_v_measure
+
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.embedder import MiniLMEmbedder, embed
 from evalloop.agent.kb import shared_data_dir
@@ -26,8 +28,6 @@ from evalloop.events import NegativeCase, dump_event
 from evalloop.runtime import Deps
 from evalloop.settings import Settings, TriageSettings
 from evalloop.topics import Topics
-from sklearn.metrics import homogeneity_completeness_v_measure
-
 from services.triage.service import TriageService
 
 pytestmark = pytest.mark.slow

@@ -6,6 +6,9 @@ import asyncio
 import json
 
 import asyncpg
+from test_triage import TOPICS, all_cases
+from typer.testing import CliRunner
+
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.embedder import HashingEmbedder
 from evalloop.cli.main import app
@@ -13,9 +16,6 @@ from evalloop.events import dump_event
 from evalloop.runtime import Deps
 from evalloop.settings import Settings, TriageSettings
 from evalloop.topics import Topics
-from test_triage import TOPICS, all_cases
-from typer.testing import CliRunner
-
 from services.triage.service import TriageService
 
 

@@ -6,6 +6,7 @@ import importlib.util
 from importlib import resources
 
 import pytest
+
 from evalloop.agent.kb import KB_NAMES, load_kb, read_chunks, shared_data_dir
 from evalloop.errors import ConfigError
 

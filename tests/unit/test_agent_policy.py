@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 
 import pytest
+
 from evalloop.agent.kb import shared_data_dir
 from evalloop.agent.policy import Decision, decide
 

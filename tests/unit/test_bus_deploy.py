@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from evalloop.cli.up import available_services
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+
 from evalloop.adapters.bus import InProcessBus, Record
 from evalloop.errors import BusError
 

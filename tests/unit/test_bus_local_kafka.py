@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from evalloop.adapters import local_kafka
 from evalloop.adapters.local_kafka import KafkaLaunchError, LocalKafka
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from evalloop.core.cadence import WEEKLY_SAMPLE_SIZE, document_keys, select_cases, touches
 from evalloop.core.evaluation.cases import EvalCase
 

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+
 from evalloop.core.clustering import (
     ClusterParams,
     assign_online,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from evalloop.core.evaluation.extract import MalformedResponse, extract_text, format_hint
 
 OPENAI = {"id": "chatcmpl-1", "object": "chat.completion", "model": "m",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.evaluation.flags import FLAG_DOCS, VERY_SHORT_WORDS
 from evalloop.core.evaluation.results import CaseStatus

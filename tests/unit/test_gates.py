@@ -4,6 +4,7 @@ and the speech-act rules (negation, quoting, conditional offers, courtesy closer
 from __future__ import annotations
 
 import pytest
+
 from evalloop.core.evaluation.gates import (
     analyse,
     escalation_gate,

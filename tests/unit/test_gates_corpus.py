@@ -26,6 +26,7 @@ from importlib.resources import files
 
 import pytest
 import yaml
+
 from evalloop.core.evaluation.gates import analyse
 
 BAR = 0.95

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from evalloop.core.labels import label_clusters, tokenize
 
 DOCS = {

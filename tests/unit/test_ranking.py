@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+
 from evalloop.core.ranking import (
     Dropped,
     Prior,

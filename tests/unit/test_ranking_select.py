@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import numpy as np
+
 from evalloop.adapters.embedder import HashingEmbedder
 from evalloop.core.ranking import (
     RankingParams,
@@ -14,7 +15,6 @@ from evalloop.core.ranking import (
     select_candidates,
     shortlist,
 )
-
 from services.triage.pipeline import _select
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)

@@ -16,6 +16,7 @@ from pathlib import Path
 from uuid import UUID, uuid5
 
 import pytest
+
 from evalloop.agent.kb import shared_data_dir
 from evalloop.events import UserRating
 from evalloop.replay.corpus import SAMPLE_DIR, SAMPLE_FILE, load_sample, read_turns, write_turns

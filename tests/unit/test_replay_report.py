@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+from rich.console import Console
+
 from evalloop.adapters.monitor_store import JobRow
 from evalloop.core.window import BucketCounts, WindowReport
 from evalloop.demo import DemoReport
 from evalloop.replay.report import render, sparkline
-from rich.console import Console
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 JOB = UUID("00000000-0000-0000-0000-000000000001")

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from evalloop.core.fusion import FusionWeights, classify
 from evalloop.core.trigger import TriggerConfig, TriggerState, step
 from evalloop.core.window import AgentWindow, TurnLedger, bucket_start, turn_flags

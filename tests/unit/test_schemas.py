@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from evalloop.cli import schemas
 from evalloop.cli.up import available_services
-from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2] / "schemas"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from evalloop.core.trigger import TriggerConfig, TriggerState, step
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)

@@ -7,7 +7,6 @@ from uuid import UUID, uuid5
 
 from evalloop.core.window import BucketCounts, WindowReport
 from evalloop.events import AgentChanged
-
 from services.monitor.requests import (
     JOB_NAMESPACE,
     change_request,

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from uuid import uuid4
 
 import pytest
+
 from evalloop.core.fusion import FusionWeights, classify
 from evalloop.core.window import (
     AgentWindow,

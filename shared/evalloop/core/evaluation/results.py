@@ -71,7 +71,7 @@ class GateRecord(_Frozen):
     @classmethod
     def of(cls, result: GateResult) -> GateRecord:
         """Copy a gate result into its record."""
-        return cls(**result.as_dict())  # type: ignore[arg-type]
+        return cls(**result.as_dict())
 
 
 class FlagRecord(_Frozen):

@@ -47,7 +47,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
     reasons = review_reasons(case, flags)
     status = CaseStatus.PASSED if all(g.passed for g in gates) else CaseStatus.FAILED_GATE
     return CaseResult(
-        **_base(case),  # type: ignore[arg-type]
+        **_base(case),
         response=response, response_format=response_format, latency_ms=latency_ms,
         attempts=attempts, status=status,
         gates={g.gate: GateRecord.of(g) for g in gates},
@@ -65,7 +65,7 @@ def error_result(case: EvalCase, failure: AgentFailure, *,
         failure: what went wrong (kind, message, attempts, last HTTP status).
         latency_ms: time spent on all attempts, milliseconds.
     """
-    return CaseResult(**_base(case), status=CaseStatus.AGENT_ERROR,  # type: ignore[arg-type]
+    return CaseResult(**_base(case), status=CaseStatus.AGENT_ERROR,
                       error=failure, latency_ms=latency_ms, attempts=failure.attempts)
 
 
@@ -77,5 +77,5 @@ def unscored_result(case: EvalCase, reason: str) -> CaseResult:
         reason: why, e.g. ``"no response for this id in responses.json"``.
     """
     reasons = [f"unscored: {reason}", *review_reasons(case, [], unscored=True)[1:]]
-    return CaseResult(**_base(case), status=CaseStatus.UNSCORED,  # type: ignore[arg-type]
+    return CaseResult(**_base(case), status=CaseStatus.UNSCORED,
                       requires_human_review=True, review_reasons=reasons)
