@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -60,7 +61,8 @@ def demo(
         raise typer.BadParameter(f"expected ingest or bus, got {via!r}", param_hint="--via")
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    console = Console()
+    # Piped or logged output has no terminal width: rich would fold the report into 80 columns.
+    console = Console() if sys.stdout.isatty() else Console(width=140)
     cfg: Literal["weak", "standard"] = "weak" if agent_config == "weak" else "standard"
     mode: Literal["ingest", "bus"] = "ingest" if via == "ingest" else "bus"
     options = DemoOptions(span_hours=span_hours, seed=seed, keep=keep, full=full, source=source,
