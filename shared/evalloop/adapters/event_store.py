@@ -29,12 +29,14 @@ from evalloop.events import FeedbackEvent, NegativeCase
 __all__ = [
     "Conflict",
     "EventRow",
+    "Inserted",
     "check_storable",
     "count_events",
     "event_content",
     "event_row",
     "find_conflicts",
     "insert_events",
+    "insert_events_noting_cases",
     "load_turn_events",
     "upsert_negative_cases",
 ]
@@ -135,14 +137,37 @@ CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
 """
 _MOVE_STAGED = f"""
 WITH staged AS (DELETE FROM {_STAGE} RETURNING *)
-INSERT INTO events (event_id, event_type, agent_id, agent_version, conversation_id, turn_id,
-                    occurred_at, received_at, payload)
+INSERT INTO events AS e (event_id, event_type, agent_id, agent_version, conversation_id,
+                         turn_id, occurred_at, received_at, payload)
 SELECT event_id, event_type, agent_id, agent_version, conversation_id, turn_id, occurred_at,
        received_at, payload::jsonb
 FROM staged
 ON CONFLICT (event_id) DO NOTHING
-RETURNING event_id
+RETURNING e.event_id, {{has_case}}
 """
+_HAS_CASE = """EXISTS (SELECT 1 FROM negative_cases n WHERE n.agent_id = e.agent_id
+                AND n.conversation_id = e.conversation_id AND n.turn_id = e.turn_id)"""
+
+
+class Inserted(NamedTuple):
+    """An event newly inserted by :func:`insert_events_noting_cases`."""
+
+    event_id: UUID
+    turn_has_case: bool  # its turn already has a negative case
+
+
+async def _insert(
+    conn: asyncpg.Connection, events: Sequence[FeedbackEvent | EventRow], statement: str
+) -> list[asyncpg.Record]:
+    rows = [e if isinstance(e, EventRow) else event_row(e) for e in events]
+    with _storage(f"inserting {len(rows)} events"):
+        async with contextlib.AsyncExitStack() as stack:
+            if not conn.is_in_transaction():
+                await stack.enter_async_context(conn.transaction())
+            await conn.execute(_CREATE_STAGE)
+            await conn.copy_records_to_table(_STAGE, records=rows)
+            records: list[asyncpg.Record] = await conn.fetch(statement)
+    return records
 
 
 async def insert_events(
@@ -169,15 +194,23 @@ async def insert_events(
     """
     if not events:
         return []
-    rows = [e if isinstance(e, EventRow) else event_row(e) for e in events]
-    with _storage(f"inserting {len(rows)} events"):
-        async with contextlib.AsyncExitStack() as stack:
-            if not conn.is_in_transaction():
-                await stack.enter_async_context(conn.transaction())
-            await conn.execute(_CREATE_STAGE)
-            await conn.copy_records_to_table(_STAGE, records=rows)
-            records = await conn.fetch(_MOVE_STAGED)
-    return [r[0] for r in records]
+    return [r[0] for r in await _insert(conn, events, _MOVE_STAGED.format(has_case="true"))]
+
+
+async def insert_events_noting_cases(
+    conn: asyncpg.Connection, events: Sequence[FeedbackEvent | EventRow]
+) -> list[Inserted]:
+    """:func:`insert_events`, also telling for each new event whether its turn already has a
+    negative case (the recorder then re-fuses that turn: a late ``agent_response`` completes a
+    case). Answered by the INSERT itself, so no list of turns has to be sent again.
+
+    Raises:
+        StorageError: a statement failed.
+    """
+    if not events:
+        return []
+    records = await _insert(conn, events, _MOVE_STAGED.format(has_case=_HAS_CASE))
+    return [Inserted(r[0], r[1]) for r in records]
 
 
 @dataclass(frozen=True, slots=True)
