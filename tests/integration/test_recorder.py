@@ -372,3 +372,25 @@ async def test_resend_spelled_differently_is_the_same_event(
     # the stored payload is the first sending's JSON, as it arrived
     [row] = await rows(pool, "SELECT payload, occurred_at FROM events")
     assert row["payload"] == first and row["occurred_at"].isoformat() == "2025-03-01T12:00:00+00:00"
+
+
+async def test_redelivered_response_of_a_negative_turn_republishes_its_case(
+    recorder: RecorderService, pool: asyncpg.Pool, bus: InProcessBus
+) -> None:
+    """Only the response is redelivered (the crash hit after its commit): the turn's case is
+    published again, since the first attempt may have died before publishing it."""
+    first = batch(response(1), event(2, thumbs="down"))
+    await recorder.on_feedback_events(first)
+    await recorder.on_feedback_events(first[:1])
+    first_case, again = published_cases(bus)
+    assert again == first_case
+    assert await n_events(pool) == 2
+
+
+async def test_unrated_turns_publish_nothing_even_when_redelivered(
+    recorder: RecorderService, bus: InProcessBus
+) -> None:
+    records = batch(response(1), response(2, turn="t2"), event(3, thumbs="up", turn="t2"))
+    await recorder.on_feedback_events(records)
+    await recorder.on_feedback_events(records)
+    assert bus.topic_size(T.feedback_negative) == 0
