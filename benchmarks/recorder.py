@@ -25,13 +25,15 @@ What is measured, in one run (issue 2, "Benchmarks"):
 4. **redelivery**: the recorder consumes the whole topic again under a new consumer group; the
    row count must not change (idempotence), and its rate is printed.
 
-Targets: recorder >= 20,000 events/s and >= 0.6 of the raw insert.
+Targets: recorder >= 20,000 events/s and >= 0.6 of the raw insert. ``--processes N`` adds a
+scaled-out figure: the same events consumed by N recorder processes of one consumer group.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -298,12 +300,99 @@ async def run_recorder(settings: Settings, n: int, group: str, topic: str,
             "sustained": (n - c10) / (total - t10) if total > t10 else n / total}
 
 
+async def group_members(admin: AIOKafkaAdminClient, group: str) -> tuple[str, int]:
+    """(state, number of members) of consumer group ``group``."""
+    [response] = await admin.describe_consumer_groups([group])
+    [info] = response.to_object()["groups"]
+    return info["state"], len(info["members"])
+
+
+async def run_processes(count: int, env: dict[str, str], n: int, topic: str,
+                        bootstrap: str) -> dict[str, Any]:
+    """Run the recorder as ``count`` processes of one consumer group, the way it is deployed
+    (``faststream run services.recorder.app:build_app --factory``, settings from ``env``).
+
+    The clock starts once the group is stable with every process a member (so that joins and
+    rebalances are not timed) and stops when all ``n`` records are committed.
+
+    Returns:
+        ``rate`` (events/s) and ``cpu`` (per event, the recorder processes only).
+    """
+    logs = tempfile.TemporaryDirectory(prefix="evalloop-bench-rec-")
+    procs = []
+    with logs, contextlib.ExitStack() as files:
+        for i in range(count):
+            log = files.enter_context((Path(logs.name) / f"recorder-{i}.log").open("wb"))
+            procs.append(await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "faststream", "run", "services.recorder.app:build_app",
+                "--factory", cwd=REPO, env={**os.environ, **env}, stdout=log, stderr=log,
+            ))
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            async with asyncio.timeout(900):
+                while await group_members(admin, GROUP_RECORDER) != ("Stable", count):
+                    if any(p.returncode is not None for p in procs):
+                        tails = [(Path(logs.name) / f"recorder-{i}.log").read_text()[-2000:]
+                                 for i in range(count)]
+                        raise RuntimeError("a recorder process exited:\n" + "\n".join(tails))
+                    await asyncio.sleep(0.1)
+                cpu0 = sum(_proc_cpu(p.pid) for p in procs)
+                t0, c0 = time.perf_counter(), await committed(admin, GROUP_RECORDER, topic)
+                while True:
+                    done = await committed(admin, GROUP_RECORDER, topic)
+                    if done >= n:
+                        break
+                    await asyncio.sleep(0.1)
+                elapsed = time.perf_counter() - t0
+                cpu = sum(_proc_cpu(p.pid) for p in procs) - cpu0
+        finally:
+            await admin.close()
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                await p.wait()
+    return {"rate": (done - c0) / elapsed, "cpu": f"CPU python {cpu / (done - c0) * 1e6:.0f} "
+            "us/event (recorder processes)", "started_at": c0}
+
+
+async def scaled_out(args: argparse.Namespace, items: list[tuple[str, bytes]], admin_dsn: str,
+                     bootstrap: str, tag: str, raw: float, stack: AsyncExitStack) -> None:
+    """The same events on a fresh topic (2 partitions per process) and database, consumed by
+    ``args.processes`` recorder processes; prints their rate and its ratio to ``raw``."""
+    prefix = f"bench{tag}x."
+    kafka = KafkaSettings(bootstrap=bootstrap, topic_prefix=prefix,
+                          num_partitions=2 * args.processes)
+    topics = Topics.with_prefix(prefix)
+    await ensure_topics(kafka, topics)
+    await produce(bootstrap, topics.feedback_events, items)
+    dsn = await fresh_db(admin_dsn, f"evalloop_bench_scaled_{tag}", stack)
+    env = {"EVALLOOP_POSTGRES__DSN": dsn, "EVALLOOP_KAFKA__BOOTSTRAP": bootstrap,
+           "EVALLOOP_KAFKA__TOPIC_PREFIX": prefix,
+           "EVALLOOP_KAFKA__NUM_PARTITIONS": str(2 * args.processes),
+           "EVALLOOP_RECORDER__MAX_RECORDS": str(args.batch)}
+    result = await run_processes(args.processes, env, len(items), topics.feedback_events,
+                                 bootstrap)
+    conn = await asyncpg.connect(dsn)
+    try:
+        stored = int(await conn.fetchval("SELECT count(*) FROM events"))
+    finally:
+        await conn.close()
+    print(f"scaled out: {args.processes} recorder processes, {2 * args.processes} partitions: "
+          f"{result['rate']:,.0f} events/s once all joined ({result['started_at']:,} records "
+          f"were consumed while they joined); {result['cpu']}; ratio {result['rate'] / raw:.2f} "
+          f"of the single-connection raw insert; rows {stored:,}")
+
+
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=RecorderSettings().max_records,
                         help="recorder batch size (settings.recorder.max_records)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--processes", type=int, default=0,
+                        help="also run the recorder as N processes of one consumer group "
+                             "(a scaled-out figure; 0 = skip)")
     args = parser.parse_args(argv)
     # FastStream logs every batch at INFO; keep warnings and errors only.
     logging.getLogger("faststream.access.kafka").addFilter(
@@ -374,6 +463,8 @@ async def main(argv: list[str] | None = None) -> int:
               f"negative cases {cases:,}")
         ok = (first["sustained"] >= TARGET_RATE and ratio >= TARGET_RATIO
               and stored == stored_first == len(items))
+        if args.processes:
+            await scaled_out(args, items, admin_dsn, bootstrap, tag, raw, stack)
         print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes share the CPUs)")
         print(f"targets: {'met' if ok else 'NOT met'} (>= {TARGET_RATE:,} events/s sustained, "
               f">= {TARGET_RATIO} of raw, idempotent)")
