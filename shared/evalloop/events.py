@@ -210,7 +210,8 @@ class NegativeCase(_Model):
     """One turn judged negative after fusing its signals (topic ``feedback.negative.v1``).
 
     ``case_id`` is deterministic (agent, conversation, turn) so a re-fused turn is the same case;
-    ``confidence`` is 0-1; ``signals`` names the event types that contributed;
+    ``confidence`` is 0-1; ``signals`` names the rules that fired (``core.fusion.SignalKind``:
+    ``thumbs_down``, ``operator_correction``, ... and positive ones such as ``thumbs_up``);
     ``evidence_event_ids`` are the fused events. ``expected_answer`` comes from an operator
     correction when one exists.
     """
