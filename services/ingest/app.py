@@ -7,7 +7,8 @@ Contract (issue 2, "Services" and "Bad input"):
 * every record is validated (``evalloop.events.parse_events``); if ANY record is bad the answer
   is ``422 {"message", "errors": [{"index", "event_id", "reason", "problems": [{"field",
   "expected", "received"}]}]}`` naming every bad record, and nothing of the batch is published;
-* text holding U+0000 is refused (``invalid_fields``: PostgreSQL cannot store it);
+* text holding U+0000 is refused (``invalid_fields``: PostgreSQL cannot store it; lone
+  UTF-16 surrogates, the other unstorable text, fail validation already);
 * an ``event_id`` repeated within the batch is accepted once when the copies are identical
   (``received_at`` aside), and is a ``conflicting_duplicate`` error when they differ;
 * valid batches get ``received_at`` = now (UTC), are published to ``feedback.events.v1`` keyed
@@ -96,7 +97,7 @@ def _check_storable(body: bytes) -> None:
     Raises:
         InvalidBatch: one ``invalid_fields`` error per such record.
     """
-    if b"\\u0000" not in body:
+    if b"\\u0000" not in body:  # the only way JSON text can spell NUL
         return
     data = json.loads(body)
     errors: list[InvalidEvent] = []

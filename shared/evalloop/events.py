@@ -405,7 +405,7 @@ def parse_events(raw: bytes | str) -> list[FeedbackEvent]:
                     [FieldProblem("(record)", "a JSON object", type(record).__name__)],
                     index=i,
                 )
-            size = len(json.dumps(record, ensure_ascii=False).encode())
+            size = len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
             if size > MAX_EVENT_BYTES:
                 raise InvalidEvent(
                     "oversized",

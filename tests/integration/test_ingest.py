@@ -284,3 +284,16 @@ async def test_nul_character_is_422(client: httpx.AsyncClient, bus: InProcessBus
 async def test_escaped_backslash_u0000_is_ordinary_text(client: httpx.AsyncClient) -> None:
     r = await post(client, event(1, comment="C:\\u0000 is a path, not a NUL"))
     assert r.status_code == 202
+
+
+async def test_lone_surrogate_is_422(client: httpx.AsyncClient, bus: InProcessBus) -> None:
+    body = json.dumps([event(1, comment="broken \ud800 emoji")]).encode()
+    r = await client.post("/v1/events", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["problems"] == [
+        {"field": "comment",
+         "expected": "Input should be a valid string, unable to parse raw data as a unicode "
+                     "string",
+         "received": "'broken \\ud800 emoji'"}
+    ]
+    assert bus.topic_size(TOPIC) == 0

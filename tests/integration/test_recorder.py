@@ -275,6 +275,14 @@ BAD: list[tuple[str, bytes, str, list[dict[str, str]] | None]] = [
     ("not_an_object", b'["an", "array"]', "not_an_object",
      [{"field": "(record)", "expected": "a JSON object", "received": "list"}]),
     ("empty_value", b"", "malformed_json", None),
+    # Python's json accepts a lone surrogate, PostgreSQL does not: refused, not a poison batch
+    ("lone_surrogate", b'{"event_type": "user_rating", "event_id": "' + eid(17).encode()
+     + b'", "agent_id": "cdc", "conversation_id": "c1", "turn_id": "t1", "occurred_at": '
+       b'"2025-03-01T12:00:00Z", "thumbs": "down", "comment": "x\\ud800"}',
+     "invalid_fields",
+     [{"field": "comment",
+       "expected": "Input should be a valid string, unable to parse raw data as a unicode string",
+       "received": "'x\\ud800'"}]),
 ]
 
 

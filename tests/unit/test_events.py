@@ -291,3 +291,16 @@ def test_parse_events_malformed_body() -> None:
         parse_events(b"[{")
     assert info.value.as_dict()["reason"] == "malformed_json"
     assert info.value.problems[0].field == "(body)"
+
+
+def test_lone_surrogate_is_an_invalid_field_not_a_crash() -> None:
+    body = json.dumps([rating(comment="broken \ud800")])  # json.dumps escapes it: valid JSON
+    with pytest.raises(InvalidBatch) as info:
+        parse_events(body)
+    assert [e.as_dict() for e in info.value.errors] == [
+        {"index": 0, "event_id": EID, "reason": "invalid_fields",
+         "problems": [{"field": "comment",
+                       "expected": "Input should be a valid string, unable to parse raw data "
+                                   "as a unicode string",
+                       "received": "'broken \\ud800'"}]}
+    ]

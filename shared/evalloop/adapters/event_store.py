@@ -105,8 +105,9 @@ def _nul_path(value: Any, path: str = "") -> str | None:
 
 
 def check_storable(raw: bytes | str, *, index: int | None = None) -> None:
-    """Refuse JSON whose strings hold U+0000: PostgreSQL ``text`` and ``jsonb`` cannot store
-    it, so such an event would fail its whole batch on every redelivery.
+    """Refuse JSON whose strings hold U+0000: pydantic accepts it, PostgreSQL ``text`` and
+    ``jsonb`` cannot store it, so such an event would fail its whole batch on every
+    redelivery. (Lone UTF-16 surrogates, the other unstorable text, pydantic refuses itself.)
 
     Args:
         raw: the record's JSON (already known to be valid JSON).
