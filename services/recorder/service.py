@@ -70,8 +70,9 @@ def decode_record(record: Record) -> FeedbackEvent:
     """Decode one record's value into a feedback event.
 
     Valid records take pydantic's JSON fast path; a record that fails is decoded again by
-    :func:`evalloop.events.parse_event` for the precise, field-by-field error. Text holding
-    U+0000 is refused too (PostgreSQL cannot store it: :func:`check_storable`).
+    :func:`evalloop.events.parse_event` for the precise, field-by-field error. What validates
+    but PostgreSQL cannot store (U+0000 in text, NaN/Infinity) is refused too
+    (:func:`check_storable`).
 
     Raises:
         InvalidEvent: malformed JSON, oversized, not an object, unknown type, bad fields.

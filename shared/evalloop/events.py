@@ -315,6 +315,20 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _strict_json(raw: bytes | str) -> Any:
+    """``json.loads`` without Python's extensions: ``NaN``/``Infinity`` are refused, as every
+    other JSON parser on the path (pydantic's, PostgreSQL's jsonb) refuses them.
+
+    Raises:
+        ValueError: not JSON (a ``json.JSONDecodeError`` or ``UnicodeDecodeError`` included).
+    """
+    return json.loads(raw, parse_constant=_no_constant)
+
+
 def parse_event(raw: bytes | str | dict[str, Any], *, index: int | None = None) -> FeedbackEvent:
     """Decode and validate one feedback event.
 
@@ -339,8 +353,8 @@ def parse_event(raw: bytes | str | dict[str, Any], *, index: int | None = None) 
                 index=index,
             )
         try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = _strict_json(raw)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
             raise InvalidEvent(
                 "malformed_json", [FieldProblem("(record)", "a JSON object", str(exc))], index=index
             ) from exc
@@ -389,8 +403,8 @@ def parse_events(raw: bytes | str) -> list[FeedbackEvent]:
             [FieldProblem("(body)", f"at most {MAX_EVENT_BYTES * 100} bytes", f"{len(raw)} bytes")],
         )
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = _strict_json(raw)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
         raise InvalidEvent(
             "malformed_json", [FieldProblem("(body)", "a JSON object or array", str(exc))]
         ) from exc

@@ -297,3 +297,15 @@ async def test_lone_surrogate_is_422(client: httpx.AsyncClient, bus: InProcessBu
          "received": "'broken \\ud800 emoji'"}
     ]
     assert bus.topic_size(TOPIC) == 0
+
+
+async def test_nan_is_not_json_422(client: httpx.AsyncClient, bus: InProcessBus) -> None:
+    body = json.dumps(event(1, event_type="agent_response", thumbs=...))[:-1]
+    body += ', "latency_ms": NaN}'
+    r = await client.post("/v1/events", content=body.encode(),
+                          headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["problems"] == [
+        {"field": "(body)", "expected": "a JSON object or array",
+         "received": "NaN is not JSON (RFC 8259 has no NaN or Infinity)"}]
+    assert bus.topic_size(TOPIC) == 0

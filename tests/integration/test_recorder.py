@@ -275,6 +275,10 @@ BAD: list[tuple[str, bytes, str, list[dict[str, str]] | None]] = [
     ("not_an_object", b'["an", "array"]', "not_an_object",
      [{"field": "(record)", "expected": "a JSON object", "received": "list"}]),
     ("empty_value", b"", "malformed_json", None),
+    # Python's json accepts NaN/Infinity, PostgreSQL's jsonb does not: refused, not a poison
+    ("infinity", json.dumps(response(18, latency_ms=float("inf"))).encode(), "malformed_json",
+     [{"field": "(record)", "expected": "a JSON object",
+       "received": "Infinity is not JSON (RFC 8259 has no NaN or Infinity)"}]),
     # Python's json accepts a lone surrogate, PostgreSQL does not: refused, not a poison batch
     ("lone_surrogate", b'{"event_type": "user_rating", "event_id": "' + eid(17).encode()
      + b'", "agent_id": "cdc", "conversation_id": "c1", "turn_id": "t1", "occurred_at": '

@@ -151,3 +151,16 @@ def test_check_storable() -> None:
         "problems": [{"field": "context_chunks.0.text",
                       "expected": "text without NUL characters (PostgreSQL cannot store U+0000)",
                       "received": "a string containing \\u0000"}]}
+
+
+@pytest.mark.parametrize("raw", [b'{"latency_ms": NaN}', '{"a": [1, -Infinity]}'])
+def test_check_storable_refuses_nan_and_infinity(raw: bytes | str) -> None:
+    with pytest.raises(InvalidEvent) as info:
+        check_storable(raw)
+    assert info.value.reason == "malformed_json"
+    assert info.value.problems[0].received.endswith(
+        "is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def test_check_storable_accepts_the_words_inside_strings() -> None:
+    check_storable(b'{"answer": "NaN means Not a Number; Infinity is large"}')

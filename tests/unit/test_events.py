@@ -304,3 +304,16 @@ def test_lone_surrogate_is_an_invalid_field_not_a_crash() -> None:
                                    "as a unicode string",
                        "received": "'broken \\ud800'"}]}
     ]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json(constant: str) -> None:
+    raw = json.dumps(rating(event_type="agent_response", thumbs=...))[:-1] + (
+        f', "latency_ms": {constant}}}')
+    assert problems_of(raw.encode()) == (
+        "malformed_json", None,
+        [{"field": "(record)", "expected": "a JSON object",
+          "received": f"{constant} is not JSON (RFC 8259 has no NaN or Infinity)"}],
+    )
+    with pytest.raises(InvalidEvent, match=f"{constant} is not JSON"):
+        parse_events(raw)

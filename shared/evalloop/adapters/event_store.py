@@ -104,22 +104,41 @@ def _nul_path(value: Any, path: str = "") -> str | None:
     return None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
 def check_storable(raw: bytes | str, *, index: int | None = None) -> None:
-    """Refuse JSON whose strings hold U+0000: pydantic accepts it, PostgreSQL ``text`` and
-    ``jsonb`` cannot store it, so such an event would fail its whole batch on every
-    redelivery. (Lone UTF-16 surrogates, the other unstorable text, pydantic refuses itself.)
+    """Refuse JSON that validates but that PostgreSQL's ``jsonb`` cannot store, so that it
+    never fails its whole batch on every redelivery: strings holding U+0000 (pydantic accepts
+    them), and the ``NaN``/``Infinity`` literals (pydantic's JSON parser accepts them; they
+    are not JSON). Lone UTF-16 surrogates, the other unstorable text, pydantic refuses itself.
 
     Args:
-        raw: the record's JSON (already known to be valid JSON).
+        raw: the record's JSON (already validated as an event).
         index: position in a batch, echoed in the error.
 
     Raises:
-        InvalidEvent: ``invalid_fields`` naming the first field that holds a NUL character.
+        InvalidEvent: ``malformed_json`` for NaN/Infinity; ``invalid_fields`` naming the first
+            field that holds a NUL character.
     """
-    # "\\u0000" is the only way JSON text can spell NUL (a raw NUL byte is not JSON)
-    if b"\\u0000" not in raw if isinstance(raw, bytes) else "\\u0000" not in raw:
+    # "\\u0000" is the only way JSON text can spell NUL (a raw NUL byte is not JSON); the
+    # constants are searched as substrings first: cheap, and a false hit costs one parse
+    if isinstance(raw, bytes):
+        nul = b"\\u0000" in raw
+        suspect = nul or b"NaN" in raw or b"Infinity" in raw
+    else:
+        nul = "\\u0000" in raw
+        suspect = nul or "NaN" in raw or "Infinity" in raw
+    if not suspect:
         return
-    path = _nul_path(json.loads(raw))
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise InvalidEvent(
+            "malformed_json", [FieldProblem("(record)", "a JSON object", str(exc))], index=index
+        ) from exc
+    path = _nul_path(data) if nul else None
     if path is not None:
         raise InvalidEvent(
             "invalid_fields",
