@@ -132,7 +132,6 @@ class EvaluatorService(Service):
             f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         )
         self._queue: asyncio.Queue[UUID] = asyncio.Queue()
-        self._background: asyncio.Task[None] | None = None
         self._in_flight: set[UUID] = set()
         self.skipped = 0
         self.completed = 0
@@ -175,22 +174,13 @@ class EvaluatorService(Service):
     async def start(self) -> None:
         """Start the job workers and the sweep (which runs once at once: a job left by a dead
         process is picked up on start-up)."""
-        self._background = asyncio.create_task(self._run_background(), name="evaluator-jobs")
+        workers = [self._worker] * self.cfg.max_parallel_jobs
+        self.start_background(self._sweep_loop, *workers, name="evaluator-jobs")
 
     async def stop(self) -> None:
         """Stop taking jobs; a job in flight is released (back to ``requested``) so another
         worker picks it up at once instead of after the lease."""
-        if self._background is not None:
-            self._background.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._background
-            self._background = None
-
-    async def _run_background(self) -> None:
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self._sweep_loop())
-            for _ in range(self.cfg.max_parallel_jobs):
-                tg.create_task(self._worker())
+        await self.stop_background()
 
     async def _sweep_loop(self) -> None:
         while True:

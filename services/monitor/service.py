@@ -22,7 +22,6 @@ state row's ``seq`` at every batch, so a restart or another instance's work is p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -98,7 +97,6 @@ class MonitorService(Service):
         self._windows: dict[str, tuple[int, AgentWindow]] = {}
         self._outbox_lock = asyncio.Lock()
         self._outbox_dirty = True
-        self._background: asyncio.Task[None] | None = None
         self.skipped = 0
         self.requested = 0
         self.published = 0
@@ -120,19 +118,7 @@ class MonitorService(Service):
             await self.flush_outbox()
         except (BusError, StorageError):
             log.exception("monitor: re-publishing the outbox failed; retrying on the next batch")
-        self._background = asyncio.create_task(self._run_background(), name="monitor-schedule")
-
-    async def stop(self) -> None:
-        """Stop the schedule (the handler's work is transactional: nothing to drain)."""
-        if self._background is not None:
-            self._background.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._background
-            self._background = None
-
-    async def _run_background(self) -> None:
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self._schedule_loop())
+        self.start_background(self._schedule_loop, name="monitor-schedule")
 
     async def _schedule_loop(self) -> None:
         while True:

@@ -26,7 +26,6 @@ serve every consumer in a process (``evalloop demo``); without one, ``settings.t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
@@ -111,7 +110,6 @@ class TriageService(Service):
         self.last_reports: dict[str, ReclusterReport] = {}
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._golden = GoldenCache()
-        self._background: asyncio.Task[None] | None = None
 
     # -- lifecycle
     async def start(self) -> None:
@@ -121,19 +119,7 @@ class TriageService(Service):
             await self.flush_outbox()
         except (BusError, StorageError):
             log.exception("triage: re-publishing the outbox failed; retrying after next batch")
-        self._background = asyncio.create_task(self._run_background(), name="triage-recluster")
-
-    async def stop(self) -> None:
-        """Stop the loop (a re-clustering in progress is transactional: nothing to drain)."""
-        if self._background is not None:
-            self._background.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._background
-            self._background = None
-
-    async def _run_background(self) -> None:
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self._recluster_loop())
+        self.start_background(self._recluster_loop, name="triage-recluster")
 
     async def _recluster_loop(self) -> None:
         while True:

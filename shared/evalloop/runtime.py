@@ -9,8 +9,9 @@ subscribes the same handler methods to an :class:`~evalloop.adapters.bus.InProce
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -68,12 +69,35 @@ class Service:
     def __init__(self, deps: Deps) -> None:
         """Keep the injected dependencies."""
         self.deps = deps
+        self._background: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Start background work (none by default)."""
+        """Start background work (none by default; see :meth:`start_background`)."""
 
     async def stop(self) -> None:
-        """Stop background work, draining what is in flight (none by default)."""
+        """Stop background work (cancels what :meth:`start_background` started)."""
+        await self.stop_background()
+
+    def start_background(
+        self, *loops: Callable[[], Coroutine[Any, Any, None]], name: str
+    ) -> None:
+        """Run each of ``loops`` (long-running coroutine functions) in one task group until
+        :meth:`stop_background`; one that raises cancels the others and ends the group."""
+
+        async def run() -> None:
+            async with asyncio.TaskGroup() as tg:
+                for loop in loops:
+                    tg.create_task(loop())
+
+        self._background = asyncio.create_task(run(), name=name)
+
+    async def stop_background(self) -> None:
+        """Cancel the loops of :meth:`start_background` and wait until they have finished."""
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
+            self._background = None
 
     def handler(self, c: Consumes) -> Callable[[list[Record]], Any]:
         """The bound handler method named by ``c``."""
