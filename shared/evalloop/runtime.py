@@ -190,7 +190,7 @@ def build_faststream_app(
     async def stop_service() -> None:
         await holder["service"].stop()
 
-    return FastStream(
+    app = FastStream(
         broker,
         lifespan=lifespan,
         after_startup=(start_service,),
@@ -201,3 +201,9 @@ def build_faststream_app(
             description=(service_cls.__doc__ or "").strip().split("\n\n")[0],
         ),
     )
+    # Handlers take raw bytes (they decide what is malformed), so FastStream documents their
+    # payload as bytes; `evalloop schemas generate` puts the declared models in the document.
+    app.evalloop_payloads = {  # type: ignore[attr-defined]
+        f"{getattr(topics, c.topic)}:{service_cls.name}": c.payload for c in service_cls.consumes
+    }
+    return app

@@ -105,8 +105,24 @@ def render() -> dict[str, str]:
         for name, model in EVENT_MODELS.items()
     }
     for name, fs_app in _service_apps(_DefaultSettings()).items():
-        files[f"asyncapi/{name}.json"] = _dumps(fs_app.schema.to_specification().to_jsonable())
+        doc = fs_app.schema.to_specification().to_jsonable()
+        _document_payloads(doc, getattr(fs_app, "evalloop_payloads", {}))
+        files[f"asyncapi/{name}.json"] = _dumps(doc)
     return files
+
+
+def _document_payloads(doc: dict[str, Any], payloads: dict[str, Any]) -> None:
+    """Replace each subscriber's payload schema (FastStream sees the handlers' raw ``bytes``)
+    by the JSON Schema of the model the service declares (``runtime.Consumes.payload``)."""
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    for title, model in payloads.items():
+        if model is bytes:
+            continue
+        schema = TypeAdapter(model).json_schema(
+            mode="validation", ref_template="#/components/schemas/{model}"
+        )
+        schemas.update(schema.pop("$defs", {}))
+        schemas[f"{title}:Message:Payload"] = schema
 
 
 def _existing(root: Path) -> set[str]:
