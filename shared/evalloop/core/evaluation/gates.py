@@ -139,9 +139,18 @@ def _expand(match: re.Match[str]) -> str:
     return word[:-2] + (" would" if word.endswith("'d") else " is")
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
+#: A sentence ends at whitespace after ``.``/``!``/``?``, optionally followed by one closing
+#: quote or bracket; group 1 is the whitespace split at (a forward scan: the equivalent
+#: look-behind split tried both look-behinds at every character).
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]?(\s+)")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+#: Clause separators. Pieces are stripped, so whitespace before a separator need not be
+#: matched (a leading ``\s*`` made every position a match attempt: twice as slow).
 _CLAUSE_SPLIT = re.compile(
-    r"\s*(?:[,;:]|\s-\s|\(|\)|\b(?:but|however|although|though|while|whereas|yet)\b)\s*")
+    r"(?:[,;:()]|\s-\s|\b(?:but|however|although|though|while|whereas|yet)\b)\s*")
+#: Every separator contains one of these (a cheap pre-check: no split needed without one).
+_CLAUSE_MARKERS = (",", ";", ":", "(", ")", " - ", "but", "however", "though", "while",
+                   "whereas", "yet")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -152,17 +161,35 @@ def split_sentences(text: str) -> list[str]:
     """
     out: list[str] = []
     for line in text.splitlines():
-        line = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", "", line)
-        out.extend(part.strip() for part in _SENTENCE_END.split(line) if part.strip())
+        line = _LIST_MARKER.sub("", line, count=1)
+        start = 0
+        for end in _SENTENCE_END.finditer(line):
+            part = line[start:end.start(1)].strip()
+            if part:
+                out.append(part)
+            start = end.end(1)
+        part = line[start:].strip()
+        if part:
+            out.append(part)
     return out
 
 
+def _phrase(match: re.Match[str]) -> str:
+    return "cannot" if match.group(0) == "can not" else "please"
+
+
 def _normalise(sentence: str) -> str:
-    s = sentence.translate(_TYPOGRAPHIC).lower()
-    s = _DOUBLE_QUOTED.sub(' "..." ', s)
-    s = _SINGLE_QUOTED.sub(' "..." ', s)
-    s = _WORD_CONTRACTION.sub(_expand, s)
-    s = _PHRASES.sub(lambda m: "cannot" if m.group(0) == "can not" else "please", s)
+    # Each substitution runs only when the text holds a character or phrase every one of its
+    # matches needs (a substring test is ~50x cheaper than a regex scan; same result).
+    s = sentence.lower() if sentence.isascii() else sentence.translate(_TYPOGRAPHIC).lower()
+    if '"' in s:
+        s = _DOUBLE_QUOTED.sub(' "..." ', s)
+    if "'" in s:
+        s = _SINGLE_QUOTED.sub(' "..." ', s)
+        if "'" in s:
+            s = _WORD_CONTRACTION.sub(_expand, s)
+    if "can not" in s or "do not " in s:
+        s = _PHRASES.sub(_phrase, s)
     return " ".join(s.split())
 
 
@@ -243,7 +270,20 @@ class GateResult:
 # --------------------------------------------------------------------------- detection
 
 
+_TELL_WHETHER = re.compile(r"\s*(?:whether|if|from|which|how|exactly when)\b")
+_PERFORMATIVE = re.compile(r"declin|refus|say no")
+_PRONOUN = re.compile(r"\b(?:them|him|her|they)\b")
+_ESCALATING = re.compile(r"(?:now )?escalating\b")
+#: Every alternative of ``_ANY_IMPERSONAL`` contains one of these substrings (checked first:
+#: the 13-way alternation is tried at every character, ~25 us on a long clause).
+_IMPERSONAL_MARKERS = ("not something", "outside", "beyond", "appropriate for me", "declin",
+                       "refus", "say no", "turn", "cannot", "will not", "no way", "for me",
+                       "to me", "pass on", "allow me", "permit me", "let me")
+
+
 def _clauses(norm: str) -> list[str]:
+    if not any(marker in norm for marker in _CLAUSE_MARKERS):
+        return [norm.strip()] if norm.strip() else []
     return [c.strip() for c in _CLAUSE_SPLIT.split(norm) if c and c.strip()]
 
 
@@ -267,7 +307,7 @@ def _decline_in(clause: str, sentence_norm: str) -> str | None:
     if m:
         verb, neg, rest = m.group("verb"), m.group("neg"), m.group("rest")
         prefix = clause[: m.start()]
-        if verb == "tell" and re.match(r"\s*(?:whether|if|from|which|how|exactly when)\b", rest):
+        if verb == "tell" and _TELL_WHETHER.match(rest):
             verb = "tell-whether"
         ok = not _excluded(verb)
         if ok and m.group("subj") == "we" and verb not in _WE_VERBS:
@@ -289,8 +329,8 @@ def _decline_in(clause: str, sentence_norm: str) -> str | None:
         return "decline"
     if _HEDGE.search(sentence_norm) and _CONFIDENTIAL.search(clause):
         return "impersonal"
-    if _ANY_IMPERSONAL.search(clause):
-        return "performative" if re.search(r"declin|refus|say no", clause) else "impersonal"
+    if any(marker in clause for marker in _IMPERSONAL_MARKERS) and _ANY_IMPERSONAL.search(clause):
+        return "performative" if _PERFORMATIVE.search(clause) else "impersonal"
     return None
 
 
@@ -312,14 +352,14 @@ def _escalation_in(clause: str, sentence_norm: str) -> str | None:
         inherent = verb.startswith(("escalat", "transfer"))
         after = clause[m.start("verb"):]
         targeted = bool(_TARGET.search(" ".join(after.split()[:12])) or (
-            re.search(r"\b(?:them|him|her|they)\b", after) and _TARGET.search(sentence_norm)))
+            _PRONOUN.search(after) and _TARGET.search(sentence_norm)))
         if (inherent or targeted) and not _negated(clause[: m.start("verb")]):
             offer = _OFFER_LEAD.search(clause[: m.start("verb")]) or \
                 sentence_norm.rstrip().endswith("?")
             return "offer" if offer else "action"
     g = _GERUND_START.search(clause)
     if g and not _FINITE.search(g.group("rest")) and (
-            _TARGET.search(g.group("rest")) or re.match(r"(?:now )?escalating\b", clause)):
+            _TARGET.search(g.group("rest")) or _ESCALATING.match(clause)):
         return "action"
     courtesy = bool(_COURTESY_CONTEXT.search(sentence_norm))
     d = _DIRECTIVE.search(clause)
@@ -362,10 +402,12 @@ def analyse(response: str) -> Analysis:
         norm = _normalise(sentence)
         # every escalation pattern needs a human target, "escalate" or "transfer"
         hand_off_possible = bool("escalat" in norm or "transfer" in norm or _TARGET.search(norm))
+        # every decline needs a _DECLINE_HINT word; a clause's words are the sentence's words
+        decline_possible = _DECLINE_HINT.search(norm) is not None
         for clause in _clauses(norm):
             role: Literal["decline", "escalation", "courtesy", "substantive"]
             esc = _escalation_in(clause, norm) if hand_off_possible else None
-            dec = _decline_in(clause, norm)
+            dec = _decline_in(clause, norm) if decline_possible else None
             if esc:
                 role = "escalation"
                 if escalation is None:
@@ -381,7 +423,7 @@ def analyse(response: str) -> Analysis:
                 role = "courtesy" if courtesy else "substantive"
             clauses.append(Clause(clause, role))
         # a sentence-level decline split apart by clause commas ("I can't, sorry, share that")
-        if refusal is None and "," in norm:
+        if refusal is None and decline_possible and "," in norm:
             kind = _decline_in(" ".join(norm.replace(",", " ").split()), norm)
             if kind:
                 refusal = Match(kind, sentence)
