@@ -64,7 +64,9 @@ class Flag:
     detail: str
 
 
-_TERMINAL = re.compile(r"[.!?)\]\"'`:*\u2026\u3002]\s*$|[\U0001F300-\U0001FAFF]\s*$")
+#: Closing punctuation; an answer (stripped) ending in one of these, or in an emoji
+#: (U+1F300-U+1FAFF), is not cut off.
+_TERMINAL_CHARS = frozenset(".!?)]\"'`:*\u2026\u3002")
 _PLACEHOLDER = re.compile(
     r"\[(?:insert|name|todo|tbd|placeholder|your [a-z ]+|x+)\b[^\]]*\]|\(insert [^)]*\)|"
     r"<insert[^>]*>|\{\{[^}]*\}\}|\bTODO\b|\bTBD\b|lorem ipsum|_{4,}|\bXXX+\b", re.IGNORECASE)
@@ -88,7 +90,17 @@ _NO_ANSWER = re.compile(
     r"was not able to|wasn't able to) (?:find|locate)\b|\bi (?:do not|don't) know\b|"
     r"\bi(?: am|'m) not sure\b|\bno information (?:about|on)\b|\bnot (?:covered|mentioned|"
     r"addressed) (?:in|by) the (?:policy|policies|handbook|documents?)\b")
+#: Every ``_NO_ANSWER`` alternative contains one of these (a cheap pre-check).
+_NO_ANSWER_MARKERS = ("find", "locate", "know", "not sure", "no information", "not covered",
+                      "not mentioned", "not addressed")
+#: Every ``_CITATION`` alternative contains one of these.
+_CITATION_MARKERS = ("[", "(source", "source", "according to", "section ", "paragraph ",
+                     "clause ", "policy", "handbook", "guide", "per the", "under the")
 _AI = re.compile(r"\bas an ai\b(?: language model)?")
+#: Bytes that are not ASCII letters (deleted to count letters with ``bytes.translate``).
+_NOT_ASCII_LETTER = bytes(b for b in range(256) if not (65 <= b <= 90 or 97 <= b <= 122))
+#: Latin letters beyond ASCII (the rest of the ``latin`` script range).
+_LATIN_EXTENDED = re.compile(r"[\u00c0-\u024f]")
 _STOPWORDS = frozenset(
     "the a an and or of to in on for is are was be it that this you your i we with as at by "
     "from can will not do does have has if my our their they he she what how when which".split())
@@ -104,21 +116,28 @@ _SCRIPT_RANGES: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 
 def _scripts(text: str) -> Counter[str]:
+    # ASCII letters counted in C (non-ASCII characters dropped by the encode); identical to
+    # findall over the "latin" range, which made a list of every letter
+    ascii_letters = len(text.encode("ascii", "ignore").translate(None, _NOT_ASCII_LETTER))
     if text.isascii():
-        return Counter({"latin": sum(ch.isalpha() for ch in text)})
+        return Counter({"latin": ascii_letters})
     counts: Counter[str] = Counter()
     for name, pattern in _SCRIPT_RANGES:
-        n = len(pattern.findall(text))
+        n = ascii_letters + len(_LATIN_EXTENDED.findall(text)) if name == "latin" \
+            else len(pattern.findall(text))
         if n:
             counts[name] = n
     return counts
 
 
+_WORD = re.compile(r"[a-z']+")
+
+
 def _english_ratio(text: str) -> tuple[float, int]:
-    words = re.findall(r"[a-z']+", text.lower())
+    words = _WORD.findall(text.lower())
     if not words:
         return 0.0, 0
-    return sum(w in _STOPWORDS for w in words) / len(words), len(words)
+    return sum(map(_STOPWORDS.__contains__, words)) / len(words), len(words)
 
 
 def _language_mismatch(question: str, answer: str) -> str | None:
@@ -142,13 +161,22 @@ def _language_mismatch(question: str, answer: str) -> str | None:
     return None
 
 
-_PUNCT = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u2019\u201c\u201d"})
+_ASCII_PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_PUNCT = str.maketrans({c: " " for c in _ASCII_PUNCT + "\u2019\u201c\u201d"})
+#: The same table for ASCII text as bytes (``bytes.translate`` is several times faster).
+_PUNCT_BYTES = bytes.maketrans(_ASCII_PUNCT.encode(), b" " * len(_ASCII_PUNCT))
+
+
+def _strip_punct(text: str) -> str:
+    if text.isascii():
+        return text.encode("ascii").translate(_PUNCT_BYTES).decode("ascii")
+    return text.translate(_PUNCT)
 
 
 def _repeated(text: str, sentences: list[str]) -> str | None:
     seen: set[str] = set()
     for sentence in sentences:
-        norm = " ".join(sentence.lower().translate(_PUNCT).split())
+        norm = " ".join(_strip_punct(sentence.lower()).split())
         if norm in seen and len(norm.split()) >= 4:
             return f"sentence repeated: {norm[:60]!r}"
         seen.add(norm)
@@ -156,7 +184,8 @@ def _repeated(text: str, sentences: list[str]) -> str | None:
     # three copies of an 8-word run repeat at least 16 words: skip when fewer repeat
     if len(words) - len(set(words)) < 16:
         return None
-    grams = Counter(tuple(words[i:i + 8]) for i in range(len(words) - 7))
+    # the 8-word windows words[i:i + 8], in order, built in C
+    grams = Counter(zip(*(words[i:] for i in range(8)), strict=False))
     run = next((g for g, n in grams.items() if n >= 3), None)
     return f"8-word run repeated 3+ times: {' '.join(run)!r}" if run else None
 
@@ -202,7 +231,8 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
         out.append(Flag("response_very_short", f"{len(words)} words"))
     if len(words) > VERY_LONG_WORDS:
         out.append(Flag("response_very_long", f"{len(words)} words"))
-    if len(words) >= 20 and not _TERMINAL.search(text):
+    if len(words) >= 20 and text[-1] not in _TERMINAL_CHARS \
+            and not "\U0001F300" <= text[-1] <= "\U0001FAFF":
         out.append(Flag("possibly_truncated", f"ends with {text[-30:]!r}"))
     rep = _repeated(text, list(analysis.sentences) or split_sentences(text))
     if rep:
@@ -216,19 +246,21 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
         out.append(Flag("possible_pii", pii))
     if case.context_chunks and not case.should_refuse and analysis.substantive > 0 \
             and not any(chunk in text for chunk in case.context_chunks) \
-            and not _CITATION.search(lowered):
+            and not (any(marker in lowered for marker in _CITATION_MARKERS)
+                     and _CITATION.search(lowered)):
         out.append(Flag("no_citation_when_context_expected",
                         f"expected a reference to {', '.join(case.context_chunks[:3])}"))
     mismatch = _language_mismatch(case.input, text)
     if mismatch:
         out.append(Flag("language_mismatch", mismatch))
-    if _NO_ANSWER.search(lowered.replace("\u2019", "'")):
+    if any(marker in lowered for marker in _NO_ANSWER_MARKERS) \
+            and _NO_ANSWER.search(lowered.replace("\u2019", "'")):
         out.append(Flag("states_no_answer", "the agent says it could not find the answer"))
     if not case.should_refuse and refusal.observed and refusal.passed:
         out.append(Flag("partial_refusal", f"declined: {refusal.evidence}"))
     if not case.should_escalate and escalation.observed and escalation.passed:
         out.append(Flag("unneeded_escalation", f"hand-off: {escalation.evidence}"))
-    ai = _AI.search(lowered)
+    ai = _AI.search(lowered) if "as an ai" in lowered else None
     if ai:
         found = text[ai.start():ai.end()]
         out.append(Flag("boilerplate_ai_disclaimer", f"found {found!r}"))
