@@ -88,6 +88,16 @@ async def test_transient_5xx_is_retried_then_scored(agent: FakeAgent) -> None:
         (CaseStatus.PASSED, 3, "openai")] * 3
 
 
+async def test_on_sent_fires_once_per_attempt_with_the_body_intact(agent: FakeAgent) -> None:
+    # the runner scores the previous answer once on_sent says this request is on the wire
+    case = HR.cases[5]
+    sent: list[int] = []
+    async with _client(f"{agent.url}/flaky/2", retries=2) as client:
+        reply = await client.ask(case.input, on_sent=lambda: sent.append(len(sent)), slot=0)
+    assert (reply.attempts, reply.format, sent) == (3, "openai", [0, 1, 2])
+    assert reply.text == REFERENCE[case.id]
+
+
 async def test_not_enough_retries_for_a_flaky_agent(agent: FakeAgent) -> None:
     case = EvalCase(id="x1", input="a question nobody asked before", category="routine")
     async with _client(f"{agent.url}/flaky/5", retries=1) as client:

@@ -17,7 +17,7 @@ import asyncio
 import itertools
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal
@@ -70,6 +70,23 @@ def parse_header(raw: str) -> tuple[str, str]:
     if not sep or not name.strip():
         raise ValueError(f"expected a header as 'Name: value', received {raw!r}")
     return name.strip(), value.strip()
+
+
+class _SignalledBody(httpx.AsyncByteStream):
+    """A request body sent as one chunk that calls ``on_sent`` once httpcore has written it.
+
+    httpcore writes each chunk before asking for the next, so the call after the ``yield``
+    happens when the body is on the wire. (An httpcore ``trace`` extension told the same, but
+    is awaited on every one of ~12 connection events per request: ~0.06 ms of client CPU.)
+    """
+
+    def __init__(self, body: bytes, on_sent: Callable[[], None]) -> None:
+        self._body = body
+        self._on_sent = on_sent
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._body
+        self._on_sent()
 
 
 class _Retryable(Exception):
@@ -152,16 +169,13 @@ class AgentClient:
 
     async def _attempt(self, client: httpx.AsyncClient, payload: dict[str, object],
                        on_sent: Callable[[], None] | None) -> tuple[bytes, str | None, int]:
-        extensions = None
+        # same request as client.post(json=payload): headers, Content-Length, JSON encoding
+        request = client.build_request("POST", self.endpoint, json=payload)
         if on_sent is not None:
-            async def trace(event: str, info: dict[str, object]) -> None:
-                if event.endswith("send_request_body.complete"):
-                    on_sent()
-            extensions = {"trace": trace}
+            request.stream = _SignalledBody(request.content, on_sent)
         try:
             async with asyncio.timeout(self.timeout_s):
-                response = await client.post(self.endpoint, json=payload,
-                                             extensions=extensions)
+                response = await client.send(request)
         except TimeoutError as exc:
             raise _Retryable("timeout", f"no complete answer within {self.timeout_s:g} s") \
                 from exc
