@@ -39,13 +39,12 @@ from evalloop.adapters.event_store import (
     EventRow,
     Inserted,
     check_storable,
-    event_row,
     find_conflicts,
     insert_events_noting_cases,
     load_turn_events,
     upsert_negative_cases,
 )
-from evalloop.core.fusion import FusionWeights, TurnKey, fuse, turn_key
+from evalloop.core.fusion import FusionWeights, TurnKey, fuse
 from evalloop.errors import InvalidEvent
 from evalloop.events import (
     MAX_EVENT_BYTES,
@@ -268,12 +267,16 @@ class RecorderService(Service):
                 # agent_response completes it). For events that were stored before (a
                 # redelivery), whether their turn holds a case is asked by the load itself.
                 refuse = set(decoded.judged)
+                unique = decoded.unique
                 for n in new:
-                    key = decoded.unique[n.event_id].key
-                    if n.turn_has_case and key is not None:
-                        refuse.add(key)
-                again = {i.key for i in decoded.unique.values()
-                         if i.key is not None and i.event.event_id not in inserted}
+                    if n.turn_has_case:
+                        key = unique[n.event_id].key
+                        if key is not None:
+                            refuse.add(key)
+                # every id inserted (the usual first delivery): no turn was stored before
+                again = set() if len(inserted) == len(unique) else {
+                    i.key for i in unique.values()
+                    if i.key is not None and i.event.event_id not in inserted}
                 judged = await load_turn_events(conn, refuse | again, judged=refuse,
                                                 skip_own=True)
                 await self._store(conn, decoded, inserted, judged, outcome)
@@ -288,28 +291,37 @@ class RecorderService(Service):
         Yields to the event loop every :attr:`YIELD_EVERY` records, so that other tasks of
         the process (the Kafka client's heartbeats, in-process services) keep running.
         """
-        unique, judged = decoded.unique, decoded.judged
+        unique, judged, rows = decoded.unique, decoded.judged, decoded.rows
+        repeats, letters = decoded.repeats, outcome.dead_letters
+        every = self.YIELD_EVERY
         for i, record in enumerate(records):
-            if i and i % self.YIELD_EVERY == 0:
+            if i % every == every - 1:
                 await asyncio.sleep(0)
             try:
                 event = decode_record(record)
             except InvalidEvent as exc:
-                outcome.dead_letters.append(DeadLetter(record, exc))
+                letters.append(DeadLetter(record, exc))
                 continue
             # The payload is the record's own JSON (validated just now): not encoded again;
             # content comparisons happen on validated values (event_store.event_content).
-            received = None if event.received_at is not None else received_time(record)
-            row = event_row(event, received, record.value.decode())
+            # (event_row, turn_key inlined: this loop is the recorder's hottest.)
+            received = event.received_at
+            if received is None:
+                received = received_time(record)
+            event_id = event.event_id
+            row = EventRow(event_id, event.event_type, event.agent_id, event.agent_version,
+                           event.conversation_id, event.turn_id, event.occurred_at, received,
+                           record.value.decode())
             # event_type, not isinstance: isinstance on pydantic models goes through ABCMeta
-            etype = event.event_type
-            key = None if etype == "agent_changed" else turn_key(event)
+            etype = row.event_type
+            key = None if etype == "agent_changed" else TurnKey(
+                row.agent_id, row.conversation_id, row.turn_id)
             item = _Item(record, event, row, key)
-            if event.event_id in unique:
-                decoded.repeats.append(item)
+            if event_id in unique:
+                repeats.append(item)
                 continue
-            unique[event.event_id] = item
-            decoded.rows.append(row)
+            unique[event_id] = item
+            rows.append(row)
             if key is not None and etype != "agent_response":
                 judged.add(key)
 
@@ -320,11 +332,20 @@ class RecorderService(Service):
         """Sort the batch into stored / already stored / conflicting, re-fuse the ``judged``
         turns (each with its stored events other than those just ``inserted``), upsert."""
         unique, repeats = decoded.unique, decoded.repeats
-        items = list(unique.values())
-        seen = [item.row for item in items if item.row.event_id not in inserted]
-        conflicts = {c.event_id: c for c in await find_conflicts(conn, seen)}
         own: dict[TurnKey, list[FeedbackEvent]] = {}  # judged turns' events inserted now
         redelivered_turns: set[TurnKey] = set()
+        if len(inserted) == len(unique):  # the usual first delivery: all new, none compared
+            outcome.stored.extend(unique)
+            if judged:
+                for item in unique.values():
+                    if item.key in judged:
+                        own.setdefault(item.key, []).append(item.event)
+            items: list[_Item] = []
+            conflicts: dict[UUID, Any] = {}
+        else:
+            items = list(unique.values())
+            seen = [item.row for item in items if item.row.event_id not in inserted]
+            conflicts = {c.event_id: c for c in await find_conflicts(conn, seen)}
 
         def reject(item: _Item, kept: dict[str, Any], fields: list[str]) -> None:
             error = conflict_error(str(item.event.event_id), kept, _content(item.event), fields)

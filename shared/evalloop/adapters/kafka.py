@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from aiokafka import ConsumerRecord
+from aiokafka import AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from faststream import AckPolicy, Context
@@ -78,7 +78,20 @@ class KafkaBus:
         """
         if not items:
             return
+        producer = self._aiokafka_producer()
         try:
+            if producer is not None:
+                # straight to aiokafka: FastStream's per-message publish path (command object,
+                # middlewares) cost ~30 us of CPU per message against ~18 us here
+                futures = [
+                    await producer.send(
+                        topic, value, key=key.encode() if key is not None else None
+                    )
+                    for key, value in items
+                ]
+                for fut in futures:
+                    await fut
+                return
             # no_confirm=True returns once aiokafka has queued the record (in call order, so
             # order per key holds: idempotent producer); the acks are awaited together after.
             futures = [
@@ -94,6 +107,14 @@ class KafkaBus:
             raise BusError(f"publish of {len(items)} to {topic} failed: {exc}") from exc
 
 
+    def _aiokafka_producer(self) -> AIOKafkaProducer | None:
+        """The broker's connected aiokafka producer, or ``None`` (not connected, or a FastStream
+        version/test producer without one: :meth:`publish_batch` then goes through FastStream)."""
+        state = getattr(getattr(self._broker.config, "producer", None), "_producer", None)
+        producer = getattr(state, "producer", None)
+        return producer if isinstance(producer, AIOKafkaProducer) else None
+
+
 def records_from_message(message: KafkaMessage) -> list[Record]:
     """Convert a FastStream Kafka message (single or batch) to :class:`Record` values."""
     raw = message.raw_message
@@ -103,7 +124,7 @@ def records_from_message(message: KafkaMessage) -> list[Record]:
             topic=cr.topic,
             key=cr.key.decode("utf-8", "replace") if cr.key is not None else None,
             value=cr.value if cr.value is not None else b"",
-            headers={k: (v or b"") for k, v in (cr.headers or ())},
+            headers={k: (v or b"") for k, v in cr.headers} if cr.headers else {},
             partition=cr.partition,
             offset=cr.offset,
             timestamp_ms=cr.timestamp,
@@ -135,7 +156,7 @@ async def _tolerant_parse(
     """
     safe = tuple(
         dataclasses.replace(r, headers=[(k, _text_header(v)) for k, v in r.headers])
-        if any(v is None or not v.isascii() for _, v in r.headers) else r
+        if r.headers and any(v is None or not v.isascii() for _, v in r.headers) else r
         for r in records
     )
     message = await original(safe)
