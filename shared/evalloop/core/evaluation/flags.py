@@ -130,14 +130,20 @@ def _scripts(text: str) -> Counter[str]:
     return counts
 
 
-_WORD = re.compile(r"[a-z']+")
+#: Every byte but ``a-z`` and ``'`` -> space: the words of ``[a-z']+`` are then the
+#: ``split()`` of the translated UTF-8 bytes (those characters are ASCII, so no multi-byte
+#: sequence holds one), ~3x faster than ``re.findall``.
+_NOT_WORD_BYTES = bytes.maketrans(
+    bytes(b for b in range(256) if not (97 <= b <= 122 or b == 39)),
+    b" " * (256 - 27))
+_STOPWORD_BYTES = frozenset(w.encode() for w in _STOPWORDS)
 
 
 def _english_ratio(text: str) -> tuple[float, int]:
-    words = _WORD.findall(text.lower())
+    words = text.lower().encode("utf-8", "surrogatepass").translate(_NOT_WORD_BYTES).split()
     if not words:
         return 0.0, 0
-    return sum(map(_STOPWORDS.__contains__, words)) / len(words), len(words)
+    return sum(map(_STOPWORD_BYTES.__contains__, words)) / len(words), len(words)
 
 
 def _language_mismatch(question: str, answer: str) -> str | None:
@@ -193,7 +199,9 @@ def _repeated(text: str, sentences: list[str]) -> str | None:
 
 
 def _pii(question: str, answer: str) -> str | None:
-    if "@" not in answer and not _DIGITS.search(answer):
+    if "@" not in answer and not (
+            (not answer.isascii() or any(d in answer for d in "0123456789"))
+            and _DIGITS.search(answer)):
         return None  # every PII pattern needs an "@" or a run of digits
     answer_clean = _DATE_TIME.sub(" ", answer)
     found = []

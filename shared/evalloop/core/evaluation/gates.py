@@ -306,9 +306,10 @@ def _excluded(verb: str) -> bool:
     return False
 
 
-def _decline_in(clause: str, sentence_norm: str) -> str | None:
-    """Return the decline kind in one normalised clause, or None."""
-    if not _DECLINE_HINT.search(clause):
+def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False) -> str | None:
+    """Return the decline kind in one normalised clause, or None (``hinted``: the caller
+    already found a ``_DECLINE_HINT`` word in exactly this text)."""
+    if not hinted and not _DECLINE_HINT.search(clause):
         return None
     m = _FIRST_PERSON_DECLINE.search(clause)
     if m:
@@ -414,7 +415,8 @@ def analyse(response: str) -> Analysis:
         for clause in _clauses(norm):
             role: Literal["decline", "escalation", "courtesy", "substantive"]
             esc = _escalation_in(clause, norm) if hand_off_possible else None
-            dec = _decline_in(clause, norm) if decline_possible else None
+            dec = _decline_in(clause, norm, hinted=clause == norm) if decline_possible \
+                else None
             if esc:
                 role = "escalation"
                 if escalation is None:
