@@ -294,16 +294,19 @@ def _clauses(norm: str) -> list[str]:
     return [c.strip() for c in _CLAUSE_SPLIT.split(norm) if c and c.strip()]
 
 
+def _inflections(word: str) -> tuple[str, ...]:
+    root = word[:-1] if word.endswith("e") else word
+    return (word, word + "s", word + "es", word + "d", word + "ed", root + "ing", root + "ed",
+            word + word[-1] + "ing")
+
+
+#: Every inflection of a non-decline verb, built once (it was rebuilt for each verb tested).
+_EXCLUDED_FORMS = frozenset(form for word in _NOT_DECLINE_VERBS for form in _inflections(word))
+
+
 def _excluded(verb: str) -> bool:
     """Whether ``verb`` (any inflection: "escalating", "finding") is not a decline verb."""
-    if verb in _NOT_DECLINE_VERBS:
-        return True
-    for word in _NOT_DECLINE_VERBS:
-        root = word[:-1] if word.endswith("e") else word
-        if verb in (word + "s", word + "es", word + "d", word + "ed", root + "ing",
-                    root + "ed", word + word[-1] + "ing"):
-            return True
-    return False
+    return verb in _EXCLUDED_FORMS
 
 
 def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False) -> str | None:
