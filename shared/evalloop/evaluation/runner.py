@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -102,27 +103,28 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     started = datetime.now(UTC)
     results: list[CaseResult | None] = [None] * len(cases)
     queue = iter(enumerate(cases))
-    fetched: asyncio.Queue[tuple[int, EvalCase, _Raw, asyncio.Event] | None] = asyncio.Queue()
+    fetched: asyncio.Queue[tuple[int, EvalCase, _Raw] | None] = asyncio.Queue()
 
     async def worker(slot: int) -> None:
         # A shared iterator: next() never yields to the loop, so no two workers take one case.
-        # Each answer goes to the scorer with an event that this worker sets once its *next*
-        # request is on the wire (or it has none): scoring -- CPU work in this same thread --
+        # Each answer is handed to the scorer only once this worker's *next* request is on the
+        # wire (``on_sent``), or once it has none: scoring -- CPU work in this same thread --
         # then runs while the agent computes, never between an answer and the next request.
-        released: asyncio.Event | None = None
+        pending: list[tuple[int, EvalCase, _Raw]] = []
+
+        def release() -> None:
+            if pending:
+                fetched.put_nowait(pending.pop())
+
         for index, case in queue:
-            raw = await _fetch(case, source, released.set if released else None, slot)
-            if released is not None:
-                released.set()
-            released = asyncio.Event()
-            fetched.put_nowait((index, case, raw, released))
-        if released is not None:
-            released.set()
+            raw = await _fetch(case, source, release if pending else None, slot)
+            release()  # no-op once on_sent released it; needed when nothing was sent
+            pending.append((index, case, raw))
+        release()
 
     async def scorer() -> None:
         while (item := await fetched.get()) is not None:
-            index, case, raw, ready = item
-            await ready.wait()
+            index, case, raw = item
             result = _score(case, raw, responses_label)
             results[index] = result
             if progress is not None:
@@ -219,20 +221,29 @@ def rich_progress(total: int, description: str = "evaluating",
     """A rich progress bar on stderr; yields the callback to pass as ``run_eval(progress=)``.
 
     The bar shows done/total, elapsed time and running counts of passed, failed and errored
-    cases.
+    cases. It redraws 4 times a second (rich renders in a thread that competes with the runner
+    for the GIL) and the task is updated at most every 50 ms, and on the last case, so the
+    per-case cost is a counter increment.
     """
     counts = {CaseStatus.PASSED: 0, CaseStatus.FAILED_GATE: 0, CaseStatus.AGENT_ERROR: 0,
               CaseStatus.UNSCORED: 0}
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.fields[counts]}"),
-                   console=console or Console(stderr=True), transient=False)
+                   console=console or Console(stderr=True), transient=False,
+                   refresh_per_second=4)
     task = bar.add_task(description, total=total, counts="")
+    shown = {"at": 0.0}
 
     def advance(result: CaseResult) -> None:
         counts[result.status] += 1
+        done = sum(counts.values())
+        now = time.monotonic()
+        if done < total and now - shown["at"] < 0.05:
+            return
         text = (f"passed {counts[CaseStatus.PASSED]}  failed {counts[CaseStatus.FAILED_GATE]}  "
                 f"errors {counts[CaseStatus.AGENT_ERROR]}")
-        bar.update(task, advance=1, counts=text)
+        bar.update(task, completed=done, counts=text)
+        shown["at"] = now
 
     with bar:
         yield advance
