@@ -47,6 +47,7 @@ from evalloop.adapters.event_store import (
 from evalloop.core.fusion import FusionWeights, TurnKey, fuse
 from evalloop.errors import InvalidEvent
 from evalloop.events import (
+    EARLIEST_EVENT_TIME,
     MAX_EVENT_BYTES,
     FeedbackEvent,
     NegativeCase,
@@ -300,6 +301,8 @@ class RecorderService(Service):
         unique, judged, rows = decoded.unique, decoded.judged, decoded.rows
         repeats, letters = decoded.repeats, outcome.dead_letters
         every = self.YIELD_EVERY
+        last_ms: int | None = None
+        last_time = EARLIEST_EVENT_TIME  # replaced before first use
         for i, record in enumerate(records):
             if i % every == every - 1:
                 await asyncio.sleep(0)
@@ -312,8 +315,10 @@ class RecorderService(Service):
             # content comparisons happen on validated values (event_store.event_content).
             # (event_row, turn_key inlined: this loop is the recorder's hottest.)
             received = event.received_at
-            if received is None:
-                received = received_time(record)
+            if received is None:  # records of one producer batch share their timestamp
+                if record.timestamp_ms != last_ms or record.timestamp_ms is None:
+                    last_ms, last_time = record.timestamp_ms, received_time(record)
+                received = last_time
             event_id = event.event_id
             row = EventRow(event_id, event.event_type, event.agent_id, event.agent_version,
                            event.conversation_id, event.turn_id, event.occurred_at, received,
