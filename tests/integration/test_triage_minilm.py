@@ -30,7 +30,10 @@ from evalloop.settings import Settings, TriageSettings
 from evalloop.topics import Topics
 from services.triage.service import TriageService
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shared_data_dir() is None, reason="needs ../shared/data (feedbackqa)"),
+]
 
 NEGATIVE = {"Could be Improved", "Bad"}
 V_MEASURE_BAR = 0.70
