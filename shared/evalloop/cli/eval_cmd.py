@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from importlib.resources import files
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Annotated
 from uuid import UUID
 
@@ -201,6 +202,8 @@ def run(
             raise _Usage("give exactly one of --evals FILE or --golden-set AGENT[@VERSION]")
         if bool(endpoint) == bool(responses):
             raise _Usage("give exactly one of --endpoint URL or --responses-file FILE")
+        if endpoint and urlsplit(endpoint).scheme not in ("http", "https"):
+            raise _Usage(f"--endpoint: expected an http:// or https:// URL, got {endpoint!r}")
         headers = dict(parse_header(h) for h in header or [])
         format_hint(response_format)
         result = asyncio.run(_main(

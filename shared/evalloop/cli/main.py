@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
+from pydantic import ValidationError
 
 from evalloop.cli import agent, demo, eval_cmd, golden, jobs, queue, replay, schemas, up
 
@@ -22,5 +25,30 @@ app.add_typer(jobs.app, name="jobs")
 app.add_typer(agent.app, name="agent")
 app.add_typer(schemas.app, name="schemas")
 
+
+
+def main() -> None:
+    """Run the ``evalloop`` command; expected failures print one line, not a traceback.
+
+    Bad settings (pydantic ``ValidationError``) and evalloop's own errors (``EvalloopError``,
+    e.g. a placeholder DSN, an unreachable database or broker) exit with status 2.
+    """
+    from evalloop.errors import EvalloopError
+
+    try:
+        app(standalone_mode=True)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(settings)'}: {e['msg']} (got {e.get('input')!r})"
+            for e in exc.errors(include_url=False)
+        )
+        print(f"error: invalid settings (EVALLOOP_* environment or .env): {problems}",
+              file=sys.stderr)
+        sys.exit(2)
+    except EvalloopError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
 if __name__ == "__main__":
-    app()
+    main()
