@@ -25,6 +25,8 @@ from typing import Annotated, Any
 
 import typer
 
+from evalloop.adapters.kafka import ensure_topics
+from evalloop.runtime import topics_for
 from evalloop.settings import Settings
 
 __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
@@ -138,6 +140,9 @@ async def run_services(
     """
     stop = stop or asyncio.Event()
     apps = [load_service(n, settings) for n in names]
+    # Fail early, in one line, when the broker is unreachable: otherwise each app fails in its
+    # own start-up (uvicorn prints a lifespan traceback for ingest).
+    await ensure_topics(settings.kafka, topics_for(settings))
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
