@@ -140,9 +140,6 @@ async def run_services(
     """
     stop = stop or asyncio.Event()
     apps = [load_service(n, settings) for n in names]
-    # Fail early, in one line, when the broker is unreachable: otherwise each app fails in its
-    # own start-up (uvicorn prints a lifespan traceback for ingest).
-    await ensure_topics(settings.kafka, topics_for(settings))
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -180,6 +177,9 @@ def up(
     names = list(service) if service else available_services()
     typer.echo(f"evalloop up: {', '.join(names)} (Kafka {settings.kafka.bootstrap})", err=True)
     try:
+        # Fail early, in one line, when the broker is unreachable: otherwise each app fails in
+        # its own start-up (uvicorn prints a lifespan traceback for ingest).
+        asyncio.run(ensure_topics(settings.kafka, topics_for(settings)))
         asyncio.run(run_services(names, settings))
     except Exception as exc:
         errors = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
