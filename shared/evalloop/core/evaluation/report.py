@@ -75,15 +75,18 @@ def render_summary(run: EvalRun) -> str:
         for r in errors:
             e = r.error
             assert e is not None
-            status = f", HTTP {e.http_status}" if e.http_status else ""
+            # The message of an HTTP failure already starts with "HTTP <status>".
+            shown = e.http_status and not e.message.startswith(f"HTTP {e.http_status}")
+            status = f", HTTP {e.http_status}" if shown else ""
             out.append(f"  {r.case_id} [{r.category}] {e.kind} after {e.attempts} attempt(s)"
                        f"{status}: {_abridge(e.message, 120)}")
     review = [r for r in run.results if r.requires_human_review]
     if review:
         out += ["", f"Requires human review ({len(review)})"]
         for r in review:
-            out.append(f"  {r.case_id} [{r.category}] {r.status.value}: "
-                       + "; ".join(r.review_reasons))
+            prefix = f"{r.status.value}: "
+            reasons = [x.removeprefix(prefix) for x in r.review_reasons]
+            out.append(f"  {r.case_id} [{r.category}] {prefix}" + "; ".join(reasons))
             for f in r.flags:
                 out.append(f"      {f.name}: {_abridge(f.detail, 120)}")
     return "\n".join(out) + "\n"
