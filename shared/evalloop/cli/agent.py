@@ -29,12 +29,20 @@ def serve(
     import uvicorn
 
     from evalloop.agent import FORMATS, KB_NAMES, AgentConfig, ReferenceAgent, build_agent_app
+    from evalloop.agent.kb import shared_data_dir
 
     if kb not in KB_NAMES:
         raise typer.BadParameter(f"expected one of {list(KB_NAMES)}; got {kb!r}", param_hint="--kb")
     if format not in FORMATS:
         raise typer.BadParameter(f"expected one of {list(FORMATS)}; got {format!r}",
                                  param_hint="--format")
+    if full and (kb == "hr" or shared_data_dir() is None):
+        raise typer.BadParameter(
+            "expected a FeedbackQA knowledge base and ../shared/data beside the project "
+            f"(--full loads its passages); got --kb {kb}"
+            + ("" if kb == "hr" else " and no ../shared/data"),
+            param_hint="--full",
+        )
     agent = ReferenceAgent(AgentConfig(kb=kb, weak=weak, full_kb=full))
     typer.echo(
         f"reference agent {agent.config.version}: {len(agent.chunks)} chunks, "

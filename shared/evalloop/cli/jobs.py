@@ -48,7 +48,7 @@ def summarize_result(result: dict[str, Any] | None, error: str | None = None) ->
     keys, ``services/evaluator/service.py``); otherwise the JSON abridged. ``error`` wins.
     """
     if error:
-        return f"error: {error}"[:120]
+        return f"error: {error}"
     if not result:
         return ""
     scopes = [result]
