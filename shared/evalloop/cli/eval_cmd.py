@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 from importlib.resources import files
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Annotated
+from urllib.parse import urlsplit
 from uuid import UUID
 
 import typer
