@@ -381,7 +381,7 @@ def load_eval_file(path: Path) -> EvalSet:
             :func:`parse_eval_document`).
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 file",
                                                      str(exc))]) from exc

@@ -27,6 +27,7 @@ __all__ = [
     "CaseStatus",
     "CategorySummary",
     "EvalRun",
+    "FailureKind",
     "FlagRecord",
     "GateRecord",
     "RunSummary",
@@ -81,21 +82,36 @@ class FlagRecord(_Frozen):
     detail: str
 
 
+#: Why an agent gave no usable answer (``docs/rules.md#endpoint-contract``). Transport:
+#: ``unreachable`` (connection refused, DNS), ``connection_lost`` (reset or closed mid-reply),
+#: ``timeout``, ``unsupported_url`` (not an http(s) URL), ``transport_error`` (any other HTTP
+#: client error, named in the message). Status: ``rate_limited`` (429), ``http_5xx``,
+#: ``http_4xx``, ``redirect`` (3xx: not followed). Body: ``too_large`` (over the size cap),
+#: ``bad_content_encoding`` (e.g. labelled gzip but not), ``not_text`` (undecodable in its
+#: charset), ``html_page`` (an HTML document, whatever the status), ``no_text`` (no answer text:
+#: empty body or string, tool calls only), ``malformed_response`` (malformed or unrecognised
+#: JSON, an error object; the message starts with which).
+FailureKind = Literal[
+    "unreachable", "connection_lost", "timeout", "unsupported_url", "transport_error",
+    "rate_limited", "http_5xx", "http_4xx", "redirect", "too_large", "bad_content_encoding",
+    "not_text", "html_page", "no_text", "malformed_response",
+]
+
+
 class AgentFailure(_Frozen):
     """Why the agent gave no usable answer.
 
     Attributes:
-        kind: ``unreachable`` (connection refused/reset, DNS), ``timeout``, ``http_5xx``
-            (after retries), ``http_4xx``, ``malformed_response``.
+        kind: one of :data:`FailureKind`.
         message: the error, one line.
         http_status: the last HTTP status, if one arrived.
-        attempts: requests made (1 + retries used).
+        attempts: requests made (1 + retries used; 0 for a canned response).
     """
 
-    kind: Literal["unreachable", "timeout", "http_5xx", "http_4xx", "malformed_response"]
+    kind: FailureKind
     message: str
     http_status: int | None = None
-    attempts: int = Field(1, ge=1)
+    attempts: int = Field(1, ge=0)
 
 
 class CaseResult(_Frozen):

@@ -38,8 +38,14 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         attempts: HTTP requests made (0 for a canned response).
 
     Returns:
-        ``passed`` or ``failed_gate`` with both gate records, flags and review reasons.
+        ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
+        answer with no text (empty or whitespace) is never scored: ``agent_error`` of kind
+        ``no_text`` (``docs/rules.md#endpoint-contract``).
     """
+    if not response.strip():
+        return error_result(case, AgentFailure(
+            kind="no_text", message=f"the answer is empty ({response_format or 'no'} format)",
+            attempts=attempts), latency_ms=latency_ms)
     analysis = analyse(response)
     gates = (refusal_gate(case.should_refuse, analysis),
              escalation_gate(case.should_escalate, analysis))
