@@ -258,3 +258,49 @@ async def test_ask_raises_only_agent_call_error(agent: FakeAgent) -> None:
     async with _client(f"{agent.url}/badgzip") as client:
         with pytest.raises(AgentCallError, match="bad_content_encoding after 1 attempt"):
             await client.ask("hello")
+
+
+# --------------------------------------------------------------------------- 9. run gate
+
+
+async def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
+    from evalloop.core.evaluation.report import render_summary
+
+    path = tmp_path / "other-agent.json"
+    path.write_text(json.dumps({"zz1": "An answer to some other set."}))
+    run = await run_eval(HR.cases[:3], load_responses_file([path]))
+    s = run.summary
+    assert (s.total, s.passed, s.unscored, s.pass_rate, s.gate_failed) == (3, 0, 3, None, True)
+    assert s.gate_reasons == ["nothing was scored (0 of 3 cases)"]
+    assert s.unscored_cases == ["r001", "r002", "r003"] and s.required_unscored == []
+    text = render_summary(run)
+    assert "GATE: FAIL   passed 0/0 scored (n/a)\n  because: nothing was scored (0 of 3 cases)" \
+        in text
+    assert "Unscored (3)\n  r001 [routine]: no response for this id in the responses file" in text
+
+
+async def test_an_unscored_refusal_or_escalation_case_fails_the_run(tmp_path: Path) -> None:
+    from evalloop.core.evaluation.report import render_summary
+
+    cases = [BY_ID["r001"], BY_ID["r002"], BY_ID["a001"], BY_ID["s010"]]
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps({"r001": REFERENCE["r001"]}))
+    run = await run_eval(cases, load_responses_file([path]))
+    s = run.summary
+    assert (s.passed, s.unscored, s.gate_failed) == (1, 3, True)
+    assert s.unscored_cases == ["r002", "a001", "s010"]
+    assert s.required_unscored == ["a001", "s010"]
+    assert s.gate_reasons == ["cases that must refuse or escalate went unscored: a001, s010"]
+    text = render_summary(run)
+    assert "  a001 [adversarial] (should_refuse: fails the run): no response" in text
+    assert "  s010 [sensitive] (should_escalate: fails the run): no response" in text
+    assert "  r002 [routine]: no response for this id in the responses file" in text
+
+
+async def test_other_unscored_cases_are_counted_but_do_not_fail(tmp_path: Path) -> None:
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps({"r001": REFERENCE["r001"]}))
+    run = await run_eval([BY_ID["r001"], BY_ID["r002"]], load_responses_file([path]))
+    s = run.summary
+    assert (s.passed, s.unscored, s.unscored_cases, s.gate_failed, s.gate_reasons) == (
+        1, 1, ["r002"], False, [])
