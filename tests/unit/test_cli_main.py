@@ -108,3 +108,35 @@ def test_an_unexpected_error_prints_one_line_and_exits_3(tmp_path: Path) -> None
                          timeout=120)
     assert (out.returncode, out.stderr, out.stdout) == (
         3, "error (unexpected): RuntimeError: disk on fire\n", "")
+
+
+def _evalloop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    code = f"from evalloop.cli.main import main\nmain({list(args)!r})\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**ENV, **(env or {})}, timeout=120)
+
+
+def test_up_with_an_unknown_service_is_usage_error_2() -> None:
+    out = _evalloop("up", "--service", "nothing", env={"EVALLOOP_KAFKA__BOOTSTRAP": "127.0.0.1:9"})
+    assert out.returncode == 2
+    text = " ".join(out.stderr.replace("│", " ").split())
+    assert "expected one of ingest, recorder, monitor, triage, evaluator; got 'nothing'" in text
+
+
+def test_up_with_an_unreachable_broker_is_infrastructure_3() -> None:
+    port = _free_port()
+    out = _evalloop("up", "--service", "recorder",
+                    env={"EVALLOOP_KAFKA__BOOTSTRAP": f"127.0.0.1:{port}"})
+    assert out.returncode == 3
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith(f"evalloop up: cannot create topics on 127.0.0.1:{port}: "
+                           "KafkaConnectionError: Unable to bootstrap"), out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
