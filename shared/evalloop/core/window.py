@@ -1,6 +1,6 @@
 """Event-time negative-rate windows: turn flags, 5-minute buckets, 24 h sums, Wilson intervals.
 
-The monitor's arithmetic, free of I/O (DESIGN.md, "Negative rate"; seed 004: "the negative
+The monitor's arithmetic, free of I/O (``docs/rules.md#feedback-loop-trigger``: "the negative
 feedback rate exceeds 2% over a 24-hour window"):
 
 * Every feedback event about a turn is folded into that turn's :class:`TurnFlags` (served: an
@@ -43,7 +43,7 @@ __all__ = [
     "wilson_interval",
 ]
 
-#: Which turns the rate is taken over (DESIGN.md: "every report says which denominator").
+#: Which turns the rate is taken over (every report says which denominator).
 Denominator = Literal["agent_response", "signalled_turns"]
 #: ``(agent_id, conversation_id, turn_id)``: the natural key of a turn.
 TurnKey = tuple[str, str, str]
@@ -361,7 +361,7 @@ class AgentWindow:
         """Create an empty window.
 
         Args:
-            window_s: window length, seconds (24 h: seed 004), a multiple of ``bucket_s``.
+            window_s: window length, seconds (24 h: ``docs/rules.md#feedback-loop-trigger``), a multiple of ``bucket_s``.
             bucket_s: bucket width, seconds.
             newest: the newest event time already seen (restored state), or ``None``.
 
