@@ -69,6 +69,16 @@ async def test_no_text_in_any_format_is_the_same_failed_case(agent: FakeAgent, k
             None, {}, 0, [case.id], True)
 
 
+async def test_a_canned_html_page_is_not_an_answer(tmp_path: Path) -> None:
+    path = tmp_path / "responses.json"
+    path.write_text(json.dumps({"r001": "<!DOCTYPE html><html><title>502</title></html>"}))
+    run = await run_eval(HR.cases[:1], load_responses_file([path]))
+    r = run.results[0]
+    assert r.error is not None
+    assert (r.status, r.error.kind, r.error.message) == (
+        CaseStatus.AGENT_ERROR, "html_page", "the answer is an HTML page, not an answer")
+
+
 async def test_canned_responses_without_text_agree_with_live_ones(tmp_path: Path) -> None:
     path = tmp_path / "responses.json"
     tool_calls = {"choices": [{"message": {"role": "assistant", "content": None,

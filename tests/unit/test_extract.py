@@ -323,3 +323,54 @@ def test_json_values_read_directly() -> None:
     with pytest.raises(MalformedResponse) as info:
         from_json_value({"output": ""})
     assert info.value.kind == "no_text"
+
+
+# --------------------------------------------------------------------------- fresh inventions
+
+def test_an_error_mid_stream_is_an_error_not_the_text_so_far() -> None:
+    body = _sse(_chunk("You are entitled to "), 'data: {"error": {"message": "overloaded"}}',
+                _chunk("14 days."))
+    with pytest.raises(MalformedResponse) as info:
+        extract_text(body, "text/event-stream")
+    assert (info.value.reason, info.value.kind) == ("error_object", "malformed_response")
+    assert str(info.value) == 'error_object: stream error event: {"message": "overloaded"}'
+
+
+def test_openai_responses_object() -> None:
+    body = {"id": "resp_1", "object": "response", "error": None, "output": [
+        {"type": "reasoning", "summary": []},
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "Annual leave is 14 days.", "annotations": []}]}]}
+    got = extract_text(json.dumps(body), "application/json")
+    assert (got.text, got.format) == ("Annual leave is 14 days.", "openai")
+    refusal = dict(body, output=[{"type": "message", "content": [
+        {"type": "refusal", "refusal": "I can't help with that."}]}])
+    assert extract_text(json.dumps(refusal), None).text == "I can't help with that."
+    tools = dict(body, output=[{"type": "function_call", "name": "lookup", "arguments": "{}"}])
+    with pytest.raises(MalformedResponse, match=r"no_text: OpenAI response without text "
+                                                r"\(output item types: function_call\)"):
+        extract_text(json.dumps(tools), None)
+
+
+def test_a_null_error_field_is_not_an_error() -> None:
+    with pytest.raises(MalformedResponse) as info:
+        extract_text(b'{"result": "x", "error": null}', "application/json")
+    assert info.value.reason == "unrecognised_json"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"response": "<!DOCTYPE html><html><body>502 Bad Gateway</body></html>"}',
+     b"<?xml version='1.0'?>\n<!-- proxy -->\n<html xmlns='http://www.w3.org/1999/xhtml'>x</html>",
+     b"<body><h1>Service Unavailable</h1></body>",
+     b"  <head><title>Error</title></head>"],
+)
+def test_html_documents_in_any_wrapping_are_html_pages(body: bytes) -> None:
+    with pytest.raises(MalformedResponse) as info:
+        extract_text(body, "text/plain")
+    assert info.value.kind == "html_page"
+
+
+def test_an_html_fragment_in_prose_is_an_answer() -> None:
+    assert extract_text(b"<b>14 days</b> of annual leave.", "text/plain").text == (
+        "<b>14 days</b> of annual leave.")

@@ -361,7 +361,8 @@ class AgentWindow:
         """Create an empty window.
 
         Args:
-            window_s: window length, seconds (24 h: ``docs/rules.md#feedback-loop-trigger``), a multiple of ``bucket_s``.
+            window_s: window length, seconds (24 h: ``docs/rules.md#feedback-loop-trigger``), a
+                multiple of ``bucket_s``.
             bucket_s: bucket width, seconds.
             newest: the newest event time already seen (restored state), or ``None``.
 

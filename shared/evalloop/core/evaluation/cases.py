@@ -11,13 +11,14 @@ Two file formats carry eval cases:
   nothing.
 * **Golden-set JSON** -- ``{"id", "agent", "version", "cases": [{"id", "question",
   "expected_answer", "context_chunks", "tags", "difficulty", "created_by", "created_at"}]}``.
-  The golden-set format has no refusal/escalation fields, so they are **derived from tags**: a case tagged
-  ``refusal`` (or ``should-refuse``, ``refuse``) must be refused, one tagged ``escalation`` (or
-  ``should-escalate``, ``escalate``) must be handed to a human; the category is the first tag
-  that names one of the eval-case categories (``routine``, ``edge-case``, ``adversarial``,
-  ``sensitive``), else ``routine``. evalloop's own exports also write the explicit optional
-  fields ``should_refuse, should_escalate, category, expected_behavior, notes``; when present
-  they win over the tags (a superset of the golden-set format, still readable by a plain golden-set reader).
+  The golden-set format has no refusal/escalation fields, so they are **derived from tags**: a
+  case tagged ``refusal`` (or ``should-refuse``, ``refuse``) must be refused, one tagged
+  ``escalation`` (or ``should-escalate``, ``escalate``) must be handed to a human; the category
+  is the first tag that names one of the eval-case categories (``routine``, ``edge-case``,
+  ``adversarial``, ``sensitive``), else ``routine``. evalloop's own exports also write the
+  explicit optional fields ``should_refuse, should_escalate, category, expected_behavior,
+  notes``; when present they win over the tags (a superset of the golden-set format, still
+  readable by a plain golden-set reader).
 
 Both load into :class:`EvalCase`; a file loads into :class:`EvalSet`. On load the tags are made
 to carry the expectations: ``refusal``, ``escalation`` and the category are added when they
@@ -54,7 +55,7 @@ __all__ = [
 
 #: ``docs/rules.md#eval-case-format``: the category of a case.
 CATEGORIES: tuple[str, ...] = ("routine", "edge-case", "adversarial", "sensitive")
-#: Golden-set tags that mean "the agent must decline this" (the golden-set format has no such field).
+#: Golden-set tags that mean "the agent must decline this" (the format has no such field).
 REFUSAL_TAGS: frozenset[str] = frozenset({"refusal", "should-refuse", "refuse"})
 #: Golden-set tags that mean "the agent must hand this to a human".
 ESCALATION_TAGS: frozenset[str] = frozenset({"escalation", "should-escalate", "escalate"})

@@ -29,16 +29,19 @@ Detection order (unless a ``hint`` forces one reader):
    ``"``: an OpenAI chat completion (``choices[0].message.content``, a string or a list of text
    parts; when the content is null, ``message.refusal`` -- a decline is an answer; legacy
    ``choices[0].text``), an Anthropic Message (``content`` is a list of blocks; the ``text``
-   blocks are joined with ``\\n``), a JSON string, or any object with a top-level
+   blocks are joined with ``\\n``), an OpenAI Responses object (the ``output_text`` parts of
+   its ``message`` items), a JSON string, or any object with a top-level
    ``response``/``content``/``output``/``text``/``answer`` string (first found, in that order).
    A body that only *looks* like JSON but does not parse, without a JSON content type, is plain
    text.
 3. **Plain text** -- anything else, stripped of surrounding whitespace.
 
-Whatever the format, an answer with no text (an empty body, ``{"response": ""}``, a stream of
-tool calls only, a message of tool calls only) raises ``no_text``: it is never an empty answer
-that could pass a gate. Every failure is a :class:`MalformedResponse` whose ``reason`` names
-its kind; the runner reports it per case as an agent error.
+An object with a non-null ``error`` (and no answer) is ``error_object``, in a stream too: the
+text before an error event is a broken-off answer. Whatever the format, an answer with no text
+(an empty body, ``{"response": ""}``, a stream or a message of tool calls only) raises
+``no_text``: it is never an empty answer that could pass a gate; an answer whose text is itself
+an HTML document is ``html_page``. Every failure is a :class:`MalformedResponse` whose
+``reason`` names its kind; the runner reports it per case as an agent error.
 """
 
 from __future__ import annotations
@@ -80,7 +83,11 @@ SseFramer = Callable[[str], Iterable[str]]
 _SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
 _BOM = "\ufeff"
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
-_HTML_START = re.compile(r"<!doctype\s+html|<html[\s>]", re.IGNORECASE)
+# a document's opening: an optional XML declaration and comments, then a doctype or one of
+# the document-level elements (a fragment such as "<b>14 days</b>" is prose, not a page)
+_HTML_START = re.compile(r"(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*"
+                         r"(<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>])",
+                         re.IGNORECASE | re.DOTALL)
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 
 
@@ -135,6 +142,9 @@ def _nonempty(text: str, fmt: ResponseFormat, what: str) -> Extracted:
     stripped = text.strip()
     if not stripped:
         raise MalformedResponse("no_text", f"{what} carried no answer text")
+    if looks_like_html(stripped):
+        raise MalformedResponse("html_page", f"{what} is an HTML page, not an answer: "
+                                             f"{_abridge(' '.join(stripped.split()), 80)}")
     return Extracted(stripped, fmt)
 
 
@@ -180,7 +190,8 @@ def decode_body(body: bytes | str, content_type: str | None = None) -> str:
 
 def looks_like_html(text: str, content_type: str | None = None) -> bool:
     """Whether a body is an HTML page: an HTML content type, or a document-shaped body
-    (``<!doctype html`` or ``<html`` first, after whitespace)."""
+    (``<!doctype html``, ``<html``, ``<head`` or ``<body`` first, after whitespace, an XML
+    declaration and comments)."""
     ctype = (content_type or "").lower().split(";", 1)[0].strip()
     if ctype in _HTML_TYPES:
         return True
@@ -246,6 +257,23 @@ def _anthropic(obj: dict[str, Any]) -> str:
     return "\n".join(b["text"] for b in text_blocks)
 
 
+def _responses(obj: dict[str, Any]) -> str:
+    """An OpenAI Responses object: the ``output_text`` (else ``refusal``) parts of its
+    ``message`` items; tool-call items carry no text."""
+    if obj.get("error") is not None:
+        raise MalformedResponse("error_object", f"agent answered an error: "
+                                                f"{_abridge(obj['error'])}")
+    parts = [p for item in obj["output"] if isinstance(item, dict)
+             and item.get("type") == "message" and isinstance(item.get("content"), list)
+             for p in item["content"]]
+    text = _parts_text(parts)
+    if text.strip():
+        return text
+    kinds = sorted({str(i.get("type")) for i in obj["output"] if isinstance(i, dict)})
+    raise MalformedResponse("no_text", f"OpenAI response without text (output item types: "
+                                       f"{', '.join(kinds) or 'none'})")
+
+
 def from_json_value(value: Any) -> Extracted:
     """Read the answer out of a parsed JSON body (OpenAI, Anthropic, generic object, string).
 
@@ -268,10 +296,12 @@ def from_json_value(value: Any) -> Extracted:
         return _nonempty(_openai(value), "openai", "OpenAI completion")
     if isinstance(value.get("content"), list):
         return _nonempty(_anthropic(value), "anthropic", "Anthropic message")
+    if value.get("object") == "response" and isinstance(value.get("output"), list):
+        return _nonempty(_responses(value), "openai", "OpenAI response")
     for key in GENERIC_KEYS:
         if isinstance(value.get(key), str):
             return _nonempty(value[key], "json", f"JSON {key!r}")
-    if "error" in value:
+    if value.get("error") is not None:
         raise MalformedResponse("error_object", f"agent answered an error: "
                                                 f"{_abridge(value['error'])}")
     raise MalformedResponse(
@@ -323,6 +353,10 @@ def _sse_event(data: str, state: _StreamState) -> bool:
                                                 f"{_abridge(obj.get('error', obj))}")
     if kind == "message_stop":
         return True
+    if obj.get("error") is not None and not isinstance(obj.get("choices"), list) \
+            and not any(isinstance(obj.get(k), str) for k in GENERIC_KEYS):
+        # an error mid-stream: the text so far is a broken-off answer, not an answer
+        raise MalformedResponse("error_object", f"stream error event: {_abridge(obj['error'])}")
     if isinstance(obj.get("choices"), list):
         _openai_chunk(obj, state)
         return False
@@ -383,7 +417,7 @@ def read_sse_data(events: Iterable[str]) -> Extracted:
     if not text:
         what = "tool calls only" if state.tool_calls else f"{count} event(s) without text"
         raise MalformedResponse("no_text", f"event stream carried no answer text ({what})")
-    return Extracted(text, "sse")
+    return _nonempty(text, "sse", "event stream")
 
 
 # --------------------------------------------------------------------------- dispatch
