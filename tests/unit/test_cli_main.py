@@ -140,3 +140,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_an_eagerly_added_group_lives_beside_the_lazy_ones() -> None:
+    import typer
+
+    from evalloop.cli.main import _LazyGroup
+
+    root = typer.Typer(cls=_LazyGroup)
+    extra = typer.Typer(help="An eager extra group.")
+
+    @extra.command("hello")
+    def hello() -> None:
+        print("hi")
+
+    root.add_typer(extra, name="extra")
+    assert CliRunner().invoke(root, ["extra", "hello"]).stdout == "hi\n"
+    listed = CliRunner().invoke(root, ["--help"]).stdout
+    assert " extra " in listed and " golden " in listed
