@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,18 @@ async def test_retry_after_seconds_is_honoured_then_answered(agent: FakeAgent) -
     first, second = agent.times[case.input]
     assert (r.status, r.attempts) == (CaseStatus.PASSED, 2)
     assert 1.0 <= second - first < 2.5  # Retry-After 1 s + its jitter (<= 0.1 s) + slack
+
+
+async def test_retry_after_2_is_not_three_tries_in_a_second(agent: FakeAgent) -> None:
+    # the observed failure: three tries within 0.8 s of a "Retry-After: 2", reported http_5xx
+    case = EvalCase(id="rl0", input=ROUTINE.input + " (rl0)", category="routine")
+    r, _ = await _one(f"{agent.url}/ratelimit/9?after=2", case, retries=2, timeout_s=5)
+    times = agent.times[case.input]
+    gaps = [b - a for a, b in pairwise(times)]
+    assert r.error is not None
+    assert (r.error.kind, r.error.attempts, r.error.http_status, len(times)) == (
+        "rate_limited", 3, 429, 3)
+    assert all(gap >= 2.0 for gap in gaps), gaps
 
 
 async def test_retry_after_http_date_is_honoured(agent: FakeAgent) -> None:
