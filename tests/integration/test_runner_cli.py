@@ -174,3 +174,14 @@ def test_unreachable_database_for_storing_exits_3(tmp_path: Path) -> None:
     assert code == 3
     assert err.startswith("error: ") and len(err.splitlines()) == 1
     assert "127.0.0.1" in err and "u:***@" in err
+
+
+def test_files_with_a_byte_order_mark_run(tmp_path: Path) -> None:
+    evals = tmp_path / "bom.yaml"
+    evals.write_bytes(b"\xef\xbb\xbf" + HR_FILE.read_bytes())
+    responses = tmp_path / "bom.json"
+    responses.write_bytes(b"\xef\xbb\xbf" + REFERENCE_FILE.read_bytes())
+    result = runner.invoke(app, ["eval", "run", "--evals", str(evals), "--responses-file",
+                                 str(responses), "--output-dir", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 0, result.stderr
+    assert "GATE: PASS   passed 36/36 scored (100.0%)" in result.stdout
