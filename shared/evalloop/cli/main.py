@@ -7,7 +7,8 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from evalloop.cli import agent, demo, eval_cmd, golden, jobs, queue, replay, schemas, up
+from evalloop.cli import agent, demo, eval_cmd, golden, jobs, privacy, queue, replay, schemas, up
+from evalloop.cli import keys as keys_cmd
 
 app = typer.Typer(
     name="evalloop",
@@ -24,6 +25,9 @@ app.add_typer(golden.app, name="golden")
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(agent.app, name="agent")
 app.add_typer(schemas.app, name="schemas")
+app.add_typer(keys_cmd.app, name="keys")
+app.command("prune")(privacy.prune)
+app.command("erase")(privacy.erase)
 
 
 
