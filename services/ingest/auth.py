@@ -1,7 +1,9 @@
 """Ingest's guard: API keys, agent scopes and rate limits (``docs/security.md#api-keys``).
 
-Order of checks for ``POST /v1/events`` (the body is not read before the first two pass):
+Order of checks for ``POST /v1/events`` (the body is not read before the first three pass):
 
+0. headers above ``ingest.max_header_bytes`` -> ``431 headers_too_large`` (the HTTP server's
+   parser bounds only a head that arrives in pieces);
 1. too many failed attempts from this client address -> ``429 too_many_failed_attempts``
    (``ingest.auth_failure_limit``, moving window), so keys cannot be guessed at speed;
 2. the key: ``Authorization: Bearer <token>`` (or ``X-API-Key: <token>``). Missing, malformed,
@@ -26,8 +28,8 @@ from typing import Any
 import asyncpg
 from cachetools import TTLCache
 from limits import RateLimitItem, parse
-from limits.storage import storage_from_string
 from limits.aio.strategies import MovingWindowRateLimiter
+from limits.storage import storage_from_string
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -118,6 +120,11 @@ class IngestGuard:
 
         Never reads the body.
         """
+        head = sum(len(k) + len(v) + 4 for k, v in request.headers.raw)
+        if head > self.settings.max_header_bytes:
+            return _deny(431, "headers_too_large",
+                         f"expected request headers of at most {self.settings.max_header_bytes} "
+                         f"bytes, received {head} bytes")
         client = request.client.host if request.client else "unknown"
         if not await self._limiter.test(self._failure_rate, "auth-failure", client):
             wait = await self._retry_after(self._failure_rate, "auth-failure", client)

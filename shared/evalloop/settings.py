@@ -133,6 +133,15 @@ class IngestSettings(BaseModel):
         False, description="mask e-mail addresses, phone numbers and similar identifiers in "
         "event text before publishing (docs/security.md#redaction)"
     )
+    max_header_bytes: int = Field(
+        16 * 1024, ge=1024, description="largest request head (line + headers) the HTTP "
+        "server reads; larger is answered 400 before the app runs"
+    )
+
+    def uvicorn_limits(self) -> dict[str, object]:
+        """Keyword arguments of ``uvicorn.Config`` that bound a request head (h11 parser, so
+        installing httptools changes nothing): ``docs/security.md#api-keys``."""
+        return {"http": "h11", "h11_max_incomplete_event_size": self.max_header_bytes}
 
     @field_validator("rate_limit", "auth_failure_limit")
     @classmethod

@@ -95,7 +95,7 @@ async def _run_stream(svc: ServiceApp, stop: asyncio.Event) -> None:
 class _Uvicorn:
     """A uvicorn server that leaves signal handling to :func:`run_services`."""
 
-    def __init__(self, app: Any, host: str, port: int) -> None:
+    def __init__(self, app: Any, host: str, port: int, **limits: Any) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
@@ -104,7 +104,7 @@ class _Uvicorn:
                 yield
 
         self.server = Server(uvicorn.Config(app, host=host, port=port, lifespan="on",
-                                            log_level="info"))
+                                            log_level="info", **limits))
 
     async def run(self, name: str, stop: asyncio.Event) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -150,7 +150,8 @@ async def run_services(
         async with asyncio.TaskGroup() as tg:
             for svc in apps:
                 if svc.kind == "http":
-                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port)
+                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port,
+                                      **settings.ingest.uvicorn_limits())
                     tg.create_task(server.run(svc.name, stop), name=svc.name)
                 else:
                     tg.create_task(_run_stream(svc, stop), name=svc.name)
