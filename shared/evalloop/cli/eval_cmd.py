@@ -23,6 +23,8 @@ or the agent was unreachable (any agent error), else 0; always 0 with ``--no-fai
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
@@ -38,6 +40,7 @@ from evalloop.core.evaluation.cases import EvalCase, EvalSet, load_eval_file
 from evalloop.core.evaluation.extract import format_hint
 from evalloop.core.evaluation.report import render_summary
 from evalloop.core.evaluation.results import EvalRun, exit_code
+from evalloop.core.redaction import has_credentials, redact_url
 from evalloop.errors import EvalloopError
 from evalloop.evaluation.runner import load_responses_file, rich_progress, run_eval, write_outputs
 from evalloop.settings import Settings
@@ -153,6 +156,46 @@ async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | N
     return run, json_path, txt_path, stored
 
 
+#: Header names whose value is a credential: refused in ``--header`` (``--header-env`` instead).
+_SECRET_HEADER = re.compile(r"auth|token|secret|key|cookie|password|session", re.IGNORECASE)
+
+
+def env_header(raw: str) -> tuple[str, str]:
+    """``"Name=VAR"`` -> ``(Name, value of $VAR)`` (``docs/security.md#secrets``).
+
+    Raises:
+        _Usage: not ``Name=VAR``, or ``VAR`` is unset or empty.
+    """
+    name, sep, var = raw.partition("=")
+    if not sep or not name.strip() or not var.strip():
+        raise _Usage(f"--header-env: expected 'Name=ENV_VAR', received {raw!r}")
+    value = os.environ.get(var.strip())
+    if not value:
+        raise _Usage(f"--header-env {name.strip()}: the environment variable {var.strip()} is "
+                     "not set or empty")
+    return name.strip(), value
+
+
+def _refuse_command_line_secrets(endpoint: str | None, headers: dict[str, str],
+                                 db: str | None) -> None:
+    """Refuse credentials on the command line, where ``ps`` and shell history show them
+    (``docs/security.md#secrets``).
+
+    Raises:
+        _Usage: naming the option and the safe alternative, never the secret.
+    """
+    for name in headers:
+        if _SECRET_HEADER.search(name):
+            raise _Usage(f"--header {name}: credentials on the command line are visible in ps; "
+                         f"use --header-env {name}=ENV_VAR")
+    if endpoint and has_credentials(endpoint):
+        raise _Usage(f"--endpoint {redact_url(endpoint)}: carries credentials (user:password@ "
+                     "or a token parameter); pass them with --header-env Name=ENV_VAR")
+    if db and urlsplit(db).password:
+        raise _Usage(f"--db {redact_url(db)}: a password on the command line is visible in ps; "
+                     "set EVALLOOP_POSTGRES__DSN instead")
+
+
 @app.command("run")
 def run(
     endpoint: Annotated[str | None, typer.Option(
@@ -182,7 +225,12 @@ def run(
         "--output-dir", help="Where the results/summary files go (default: settings, .).")
     ] = None,
     header: Annotated[list[str] | None, typer.Option(
-        "--header", help="Extra request header 'Name: value' (e.g. auth); repeatable.")] = None,
+        "--header", help="Extra request header 'Name: value' (not credentials: see "
+                         "--header-env); repeatable.")] = None,
+    header_env: Annotated[list[str] | None, typer.Option(
+        "--header-env", help="Header whose value is read from an environment variable, "
+                             "'Name=VAR' (e.g. Authorization=AGENT_AUTH): secrets stay out of "
+                             "the command line and ps; repeatable.")] = None,
     response_format: Annotated[str, typer.Option(
         "--format", help="Response format hint: auto, sse, openai, anthropic, json, text.")
     ] = "auto",
@@ -194,7 +242,11 @@ def run(
     ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
 ) -> None:
-    """Run an eval set against an agent endpoint, or score canned responses."""
+    """Run an eval set against an agent endpoint, or score canned responses.
+
+    Credentials go in the environment: ``AGENT_AUTH='Bearer ...' evalloop eval run --endpoint
+    URL --evals FILE --header-env Authorization=AGENT_AUTH``.
+    """
     settings = Settings()
     responses = list(responses_file or [])
     try:
@@ -205,6 +257,8 @@ def run(
         if endpoint and urlsplit(endpoint).scheme not in ("http", "https"):
             raise _Usage(f"--endpoint: expected an http:// or https:// URL, got {endpoint!r}")
         headers = dict(parse_header(h) for h in header or [])
+        _refuse_command_line_secrets(endpoint, headers, db)
+        headers |= dict(env_header(h) for h in header_env or [])
         format_hint(response_format)
         result = asyncio.run(_main(
             endpoint=endpoint, evals=evals, golden_set=golden_set, set_id=set_id,
