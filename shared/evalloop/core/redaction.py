@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 __all__ = [
     "CREDENTIAL_PARAMS",
@@ -63,6 +63,8 @@ def _netloc(host: str | None, port: int | None, user: str | None, password: str 
 
 def _clean_query(query: str, *, drop: bool) -> str:
     pairs = parse_qsl(query, keep_blank_values=True)
+    if not any(k.lower() in CREDENTIAL_PARAMS for k, _ in pairs):
+        return query
     out = []
     for k, v in pairs:
         if k.lower() in CREDENTIAL_PARAMS:
@@ -87,10 +89,26 @@ def redact_url(url: str) -> str:
         return "<unparseable URL>"
     if not parts.scheme or (not parts.netloc and not parts.query):
         return url
-    netloc = _netloc(parts.hostname, port, parts.username, parts.password,
-                     keep_user=True, mask_password=True)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = _netloc(parts.hostname, port, parts.username, parts.password,
+                         keep_user=True, mask_password=True)
     query = _clean_query(parts.query, drop=False) if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return _assemble(url, parts.scheme, netloc, parts.path, query, parts.fragment)
+
+
+def _assemble(original: str, scheme: str, netloc: str, path: str, query: str,
+              fragment: str) -> str:
+    """Like ``urlunsplit``, but keeps ``scheme://`` with an empty host (``postgresql:///db``)."""
+    slashes = "//" if original[len(scheme) + 1:].startswith("//") else ""
+    out = f"{scheme}:{slashes}{netloc}{path}"
+    if query:
+        out += f"?{query}"
+    if fragment:
+        out += f"#{fragment}"
+    return out
 
 
 def redact_text(text: str) -> str:
@@ -107,10 +125,14 @@ def strip_credentials(url: str) -> str:
         ValueError: ``url`` cannot be parsed (e.g. a bad port).
     """
     parts = urlsplit(url)
-    netloc = _netloc(parts.hostname, parts.port, None, None, keep_user=False,
-                     mask_password=False)
+    netloc = parts.netloc
+    if parts.username is not None or parts.password is not None:
+        netloc = _netloc(parts.hostname, parts.port, None, None, keep_user=False,
+                         mask_password=False)
     query = _clean_query(parts.query, drop=True) if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return _assemble(url, parts.scheme, netloc, parts.path, query, parts.fragment)
 
 
 def has_credentials(url: str) -> bool:
