@@ -12,11 +12,14 @@ from uuid import UUID, uuid5
 import asyncpg
 from typer.testing import CliRunner
 
+from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.embedder import HashingEmbedder
+from evalloop.adapters.postgres import connect_pool
 from evalloop.adapters.privacy_store import erase_conversations, prune
 from evalloop.cli.main import app
 from evalloop.events import AgentResponse, FeedbackEvent, UserRating
 from evalloop.replay.loop import in_process_loop
+from evalloop.runtime import Deps
 from evalloop.settings import (
     IngestSettings,
     PostgresSettings,
@@ -24,8 +27,10 @@ from evalloop.settings import (
     Settings,
     TriageSettings,
 )
+from evalloop.topics import Topics
 from services.monitor.service import MonitorService
 from services.recorder.service import RecorderService
+from services.retention.service import RetentionService
 from services.triage.service import TriageService
 
 NS = UUID("6f1c1f5e-2b9a-4c39-9a51-0d7e1f0c2a11")
@@ -236,3 +241,47 @@ async def test_without_redaction_text_is_stored_as_sent(pool: asyncpg.Pool, db_d
     events = turn("c-pii", 0, T0, comment="mail me at jo@example.org")
     await run_loop(settings_for(db_dsn), pool, events)
     assert await pool.fetchval("SELECT comment FROM negative_cases") == "mail me at jo@example.org"
+
+
+# ------------------------------------------------------------------ the periodic job
+
+
+def _retention_service(pool: asyncpg.Pool, interval_s: float) -> RetentionService:
+    settings = Settings(postgres=PostgresSettings(dsn="postgresql://unused@localhost/x"),
+                        retention=RetentionSettings(interval_s=interval_s))
+    return RetentionService(Deps(settings=settings, pool=pool, bus=InProcessBus(),
+                                 topics=Topics()))
+
+
+async def test_the_retention_service_prunes_periodically(pool: asyncpg.Pool) -> None:
+    await pool.execute(
+        "INSERT INTO reeval_jobs (job_id, agent_id, trigger, reason, request, status,"
+        " finished_at) VALUES ($1, 'hr', 'manual', 'old', '{}', 'failed', $2)",
+        UUID(int=9), datetime.now(UTC) - timedelta(days=400))
+    svc = _retention_service(pool, interval_s=0.05)
+    await svc.start()
+    try:
+        async with asyncio.timeout(30):
+            while svc.runs < 3:  # noqa: ASYNC110 (state owned by the service's task)
+                await asyncio.sleep(0.02)
+    finally:
+        await svc.stop()
+    assert svc.last_error is None
+    assert await pool.fetchval("SELECT count(*) FROM reeval_jobs") == 0
+
+
+async def test_a_failing_run_is_logged_and_retried_not_fatal(db_dsn: str) -> None:
+    broken = await connect_pool(db_dsn, min_size=1, max_size=1)
+    await broken.close()  # every query now fails
+    svc = _retention_service(broken, interval_s=0.05)
+    await svc.start()
+    try:
+        async with asyncio.timeout(30):
+            while svc.last_error is None:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
+        assert svc._background is not None and not svc._background.done()  # still alive
+    finally:
+        await svc.stop()
+    assert svc.runs == 0
+    assert svc.last_error.startswith("StorageError: pruning events failed")

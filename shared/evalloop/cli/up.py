@@ -34,7 +34,9 @@ __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
 log = logging.getLogger(__name__)
 
 #: Every deployable, in start order (DESIGN.md); ingest is the HTTP front door.
-SERVICES: tuple[str, ...] = ("ingest", "recorder", "monitor", "triage", "evaluator")
+SERVICES: tuple[str, ...] = (
+    "ingest", "recorder", "monitor", "triage", "evaluator", "retention",
+)
 _HTTP = {"ingest": "build_http_app"}
 
 
