@@ -25,6 +25,7 @@ import httpx
 
 from evalloop.core.evaluation.extract import MalformedResponse, ResponseFormat, extract_text
 from evalloop.core.evaluation.results import AgentFailure
+from evalloop.core.redaction import redact_text
 from evalloop.errors import AgentError
 
 __all__ = ["AgentCallError", "AgentClient", "AgentReply", "parse_header"]
@@ -189,7 +190,9 @@ class AgentClient:
             raise _Retryable("timeout", f"{type(exc).__name__} after {self.timeout_s:g} s") \
                 from exc
         except (httpx.ConnectError, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise _Retryable("unreachable", f"{type(exc).__name__}: {exc}") from exc
+            raise _Retryable(
+                "unreachable", f"{type(exc).__name__}: {redact_text(str(exc))}"
+            ) from exc
         status = response.status_code
         if status >= 500 or status == 429:
             raise _Retryable("http_5xx", f"HTTP {status}: {response.text[:200]}", status)
