@@ -68,7 +68,10 @@ class KafkaSettings(BaseModel):
 class PostgresSettings(BaseModel):
     """PostgreSQL. ``dsn`` wins; without it ``embedded_dir`` holds an embedded server's data."""
 
-    dsn: str | None = Field(None, description="postgresql://user:pass@host:port/db")
+    dsn: str | None = Field(
+        None, repr=False,  # its password never reaches a log line (docs/security.md#secrets)
+        description="postgresql://user:pass@host:port/db",
+    )
     embedded_dir: Path = Field(
         Path("/var/tmp/evalloop/pg"),
         description="data directory of the embedded server (kept outside /root: seen in NOTES)",
