@@ -211,8 +211,9 @@ def build_http_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             if guard.pool is None:
-                guard.pool = await _key_pool(settings)
-                stack.push_async_callback(guard.pool.close)
+                opened = guard.pool = await _key_pool(settings)
+                stack.callback(setattr, guard, "pool", None)  # a restarted app opens anew
+                stack.push_async_callback(opened.close)
             async with _bus_lifespan(app):
                 yield
 
