@@ -133,6 +133,9 @@ class EvaluatorService(Service):
         )
         self._queue: asyncio.Queue[UUID] = asyncio.Queue()
         self._in_flight: set[UUID] = set()
+        # jobs waiting in the queue: a job is queued at most once however often the sweep
+        # and the bus name it (docs/security.md#cost-amplification)
+        self._queued: set[UUID] = set()
         self.skipped = 0
         self.completed = 0
 
@@ -156,7 +159,7 @@ class EvaluatorService(Service):
             if await job_store.record_request(self.deps.pool, request):
                 log.info("evaluator: job %s recorded from the bus (not in the outbox)",
                          request.job_id)
-            self._queue.put_nowait(request.job_id)
+            self.enqueue(request.job_id)
 
     async def on_feedback_events(self, records: list[Record]) -> None:
         """Propose a golden-set candidate for every escalation event (see
@@ -194,6 +197,7 @@ class EvaluatorService(Service):
     async def _worker(self) -> None:
         while True:
             job_id = await self._queue.get()
+            self._queued.discard(job_id)
             try:
                 await self.run_job(job_id)
             except EvalloopError:
@@ -226,9 +230,20 @@ class EvaluatorService(Service):
             max_attempts=self.cfg.max_attempts,
         )
         for job_id in due:
-            if job_id not in self._in_flight:
-                self._queue.put_nowait(job_id)
+            self.enqueue(job_id)
         return due
+
+    def enqueue(self, job_id: UUID) -> bool:
+        """Queue ``job_id`` for a worker unless it is already queued or running here.
+
+        Returns:
+            Whether it was queued now.
+        """
+        if job_id in self._queued or job_id in self._in_flight:
+            return False
+        self._queued.add(job_id)
+        self._queue.put_nowait(job_id)
+        return True
 
     # ------------------------------------------------------------------ one job
 

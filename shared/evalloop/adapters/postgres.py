@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 
+from evalloop.core.redaction import redact_text, redact_url
 from evalloop.errors import ConfigError, StorageError
 from evalloop.settings import PostgresSettings
 
@@ -53,16 +54,15 @@ async def connect_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> as
             dsn, min_size=min_size, max_size=max_size, init=init_connection
         )
     except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {exc}") from exc
+        raise StorageError(
+            f"cannot connect to PostgreSQL at {_redact(dsn)}: {redact_text(str(exc))}"
+        ) from exc
     assert pool is not None
     return pool
 
 
 def _redact(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password:
-        return dsn.replace(f":{parts.password}@", ":***@")
-    return dsn
+    return redact_url(dsn)  # docs/security.md#secrets
 
 
 def _sqlalchemy_url(dsn: str) -> str:
@@ -106,7 +106,9 @@ async def migrate(dsn: str, revision: str = "head") -> None:
     except ConfigError:
         raise
     except Exception as exc:
-        raise StorageError(f"migrating {_redact(dsn)} failed: {exc}") from exc
+        raise StorageError(
+            f"migrating {_redact(dsn)} failed: {redact_text(str(exc))}"
+        ) from exc
 
 
 async def create_database(admin_dsn: str, name: str, *, template: str | None = None) -> str:

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import typer
 
-__all__ = ["describe", "exit_code_for", "fail", "json_line", "leaf", "read_only_dsn"]
+__all__ = ["UsageError", "describe", "exit_code_for", "fail", "json_line", "leaf", "read_only_dsn"]
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -53,6 +53,14 @@ def exit_code_for(exc: BaseException) -> int:
     return 3
 
 
+class UsageError(ValueError):
+    """Bad usage or input a command found itself (exit 2, ``docs/exit-codes.md``).
+
+    Its message already names the option, what was expected and what arrived, so it is printed
+    as is (``error: <message>``), without the class name.
+    """
+
+
 def expected(exc: BaseException) -> bool:
     """Whether an error is one evalloop anticipates (its own, settings, bad values, I/O)."""
     from pydantic import ValidationError
@@ -76,7 +84,7 @@ def describe(exc: BaseException) -> str:
             for e in exc.errors(include_url=False))
         return f"invalid settings (EVALLOOP_* environment or .env): {problems}"
     text = " ".join(str(exc).split())
-    if isinstance(exc, EvalloopError):
+    if isinstance(exc, EvalloopError | UsageError):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
