@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -409,3 +410,55 @@ async def test_bad_ids_are_400(client: tuple[httpx.AsyncClient, InProcessBus],
     assert r.status_code == 400
     assert r.json()["error"]["problems"] == [
         {"field": "id", "expected": "a UUID", "received": "'not-a-uuid'"}]
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from typer.testing import CliRunner
+
+    from evalloop.cli.main import app
+
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+async def test_queue_cli_show_edit_reject_skip_and_exit_codes(
+        pool: asyncpg.Pool, db_dsn: str) -> None:
+    ids = await _seed(pool)
+    short = str(ids["vacation"])[:8]
+    code, out, _ = await asyncio.to_thread(_cli, "queue", "show", short, "--db", db_dsn)
+    assert code == 0, out
+    assert "question: How many vacation days do I get?" in out
+    assert f"proposed expected answer (operator_correction): {QUESTIONS['vacation'][2]}" in out
+    code, out, _ = await asyncio.to_thread(
+        _cli, "queue", "edit", short, "--difficulty", "easy", "--domain", "leave",
+        "--reviewer", "carol", "--json", "--db", db_dsn)
+    assert code == 0, out
+    doc = json.loads(out)
+    case_id = "fb-" + str(ids["vacation"]).replace("-", "")[:12]
+    assert doc["items"] == [{"candidate_id": str(ids["vacation"]), "status": "edited",
+                             "golden_case_id": case_id, "row_version": 2}]
+    assert (doc["version"]["version"], doc["version"]["created_by"]) == (1, "carol")
+    # decided already: a conflict, exit 2, nothing appended
+    code, _, err = await asyncio.to_thread(_cli, "queue", "confirm", short, "--reviewer",
+                                           "dave", "--db", db_dsn)
+    assert code == 2
+    assert "conflict: candidate" in err and "already edited by carol" in err
+    code, _, err = await asyncio.to_thread(_cli, "queue", "edit", str(ids["carry"]),
+                                           "--difficulty", "trivial", "--db", db_dsn)
+    assert code == 2
+    assert "edits.difficulty: expected one of easy, medium, hard or null" in err
+    code, out, _ = await asyncio.to_thread(_cli, "queue", "skip", str(ids["carry"]), "--json",
+                                           "--db", db_dsn)
+    assert json.loads(out)["skip_count"] == 1
+    code, out, _ = await asyncio.to_thread(
+        _cli, "queue", "reject", str(ids["parental"]), "--reason", "answered fine",
+        "--row-version", "1", "--db", db_dsn)
+    assert (code, out.strip()) == (0, f"{ids['parental']}: rejected")
+    code, _, err = await asyncio.to_thread(_cli, "queue", "show", "00000000", "--db", db_dsn)
+    assert code == 2
+    assert "which matches no candidate" in err
+    assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 1
+    assert [r["action"] for r in await _audit(pool)] == ["edit", "skip", "reject"]

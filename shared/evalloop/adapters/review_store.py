@@ -49,6 +49,7 @@ __all__ = [
     "diff_versions",
     "eval_case_detail",
     "eval_review_queue",
+    "find_candidates",
     "get_profile",
     "human_labels",
     "item_audit",
@@ -139,6 +140,23 @@ async def list_queue_items(pool: asyncpg.Pool, *, agent_id: str | None = None,
             "ORDER BY q.skip_count, q.confidence DESC, q.candidate_id LIMIT $3 OFFSET $4",
             agent_id, status, limit, offset)
     return [jsonable(r) for r in rows]
+
+
+async def find_candidates(pool: asyncpg.Pool, prefix: str, limit: int = 10) -> list[UUID]:
+    """Candidate ids starting with ``prefix`` (at least 8 hex digits, dashes ignored); empty
+    for a shorter or non-hex prefix.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    digits = prefix.replace("-", "").lower()
+    if len(digits) < 8 or any(ch not in "0123456789abcdef" for ch in digits):
+        return []
+    with store_errors("finding candidates"):
+        rows = await pool.fetch(
+            "SELECT candidate_id FROM review_queue WHERE replace(candidate_id::text, '-', '') "
+            "LIKE $1 || '%' ORDER BY candidate_id LIMIT $2", digits, limit)
+    return [r["candidate_id"] for r in rows]
 
 
 async def _evidence(conn: asyncpg.Connection, row: asyncpg.Record) -> dict[str, Any]:
