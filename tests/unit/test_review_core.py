@@ -111,7 +111,7 @@ def test_explanation_writes_the_sum_out() -> None:
         "negative) + 0.2 x cluster 0.67 (3 of 7 cases) + 0.2 x recency 0.50 (7.0 days old)")
     plain = score_cases([TriageCase("b", "c1", 0.7, 2, NOW, "q?")], {"c1": 1}, NOW)[0]
     assert explain(plain) == (
-        "0.840 = 0.4 x signal 0.70 (fused confidence) + 0.2 x agreement 0.50 (2 pieces of "
+        "0.780 = 0.4 x signal 0.70 (fused confidence) + 0.2 x agreement 0.50 (2 pieces of "
         "evidence) + 0.2 x cluster 1.00 + 0.2 x recency 1.00")
 
 
