@@ -232,3 +232,44 @@ def test_verdicts_and_reviewers_are_validated() -> None:
         Reviewer("ann", "owner")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="reviewer name"):
         Reviewer("")
+
+
+# --------------------------------------------------------------------------- expected answers
+
+
+def test_proposed_expected_answer_prefers_correction_then_best_rated_then_passage() -> None:
+    from evalloop.core.expected import (
+        Passage,
+        ProposedAnswer,
+        RatedAnswer,
+        loose_question,
+        nearest_passages,
+        propose,
+    )
+
+    q = "How long does the virus survive on surfaces?"
+    key = loose_question(q)
+    assert key == loose_question("how long does the virus survive on surfaces") == (
+        "how long does the virus survive on surfaces")
+    rated = [
+        RatedAnswer(key, "Up to 72 hours on plastic.", "e1", 2, 0, 0.125),     # Exc + Acc
+        RatedAnswer(key, "Up to three days.", "e2", 2, 0, 0.0),                # Exc + Exc
+        RatedAnswer(key, "Hours.", "e3", 1, 2, 0.75),                          # disliked
+        RatedAnswer("other question", "Unrelated.", "e4", 5, 0, 0.0),
+    ]
+    passages = [Passage("kb-mask", "Wear a mask in crowded indoor places."),
+                Passage("kb-surface", "The virus can survive on surfaces such as plastic "
+                                      "and steel for up to 72 hours."),
+                Passage("kb-bad", "The virus survive surfaces virus surfaces.")]
+    near = nearest_passages([q, "Where can I buy bread?"], passages,
+                            [{"kb-bad"}, set()])
+    assert near[0] is not None and near[0][0] == 1
+    assert near[1] is None
+    hit = (passages[1], near[0][1])
+    assert propose(q, " Operator: 3 days. ", rated, hit) == ProposedAnswer(
+        "Operator: 3 days.", "operator_correction", None)
+    assert propose(q, None, rated, hit) == ProposedAnswer(
+        "Up to three days.", "best_rated_answer", "event:e2")
+    assert propose(q, None, rated[2:], hit) == ProposedAnswer(
+        passages[1].text, "knowledge_passage", "passage:kb-surface")
+    assert propose(q, None, (), (passages[0], 0.19)) is None
