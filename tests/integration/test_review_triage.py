@@ -16,7 +16,13 @@ from evalloop.adapters.event_store import insert_events, upsert_negative_cases
 from evalloop.adapters.triage_store import QueueRow, upsert_candidates
 from evalloop.core.fusion import FusionWeights, fuse
 from evalloop.core.ranking import question_key
-from evalloop.events import AgentResponse, ContextChunk, NegativeCase, OperatorCorrection, UserRating
+from evalloop.events import (
+    AgentResponse,
+    ContextChunk,
+    NegativeCase,
+    OperatorCorrection,
+    UserRating,
+)
 from evalloop.settings import TriageSettings
 from services.triage.online import ingest_cases
 from services.triage.pipeline import candidate_id, recluster_agent
