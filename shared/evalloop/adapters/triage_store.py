@@ -712,7 +712,8 @@ async def list_queue(
             SELECT q.agent_id, q.cluster_id, COALESCE(c.label, q.cluster_label) AS cluster_label,
                    c.size AS cluster_size, COALESCE(c.covered_by_golden, false) AS covered,
                    q.candidate_id, q.question, q.answer_given, q.expected_answer, q.confidence,
-                   cardinality(q.evidence_event_ids) AS evidence_count, q.status, q.proposed_at
+                   cardinality(q.evidence_event_ids) AS evidence_count, q.status, q.proposed_at,
+                   q.expected_answer_source, q.explanation, q.row_version
             FROM review_queue q
             LEFT JOIN clusters c ON c.agent_id = q.agent_id AND c.cluster_id = q.cluster_id
             WHERE ($1::text IS NULL OR q.agent_id = $1) AND ($2::text IS NULL OR q.status = $2)
