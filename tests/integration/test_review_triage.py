@@ -4,6 +4,7 @@ rank explanations, and no stale pending rows after a re-clustering (dead cluster
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
@@ -148,3 +149,30 @@ async def test_recluster_leaves_no_stale_pending_rows(pool: asyncpg.Pool) -> Non
     assert again.withdrawn == 0
     assert await pool.fetch("SELECT candidate_id, row_version, status FROM review_queue "
                             "ORDER BY candidate_id") == before
+
+
+async def test_refresh_bumps_row_version_only_for_what_a_reviewer_decides_on(
+        pool: asyncpg.Pool) -> None:
+    cases = await _replay(pool)
+    q = cases[0].question
+    assert q is not None
+    row = QueueRow(candidate_id=candidate_id(AGENT, question_key(q)), agent_id=AGENT,
+                   question_key=question_key(q), case_id=cases[0].case_id, cluster_id="c1",
+                   cluster_label="a", question=q, answer_given="x", expected_answer=None,
+                   evidence_event_ids=[], confidence=0.5, confidence_parts={},
+                   question_embedding=None)
+    async with pool.acquire() as conn:
+        assert await upsert_candidates(conn, [row]) == [row.candidate_id]
+        # new scores, label and cluster: refreshed, the reviewer's version stands
+        await upsert_candidates(conn, [replace(row, confidence=0.9, cluster_id="c2",
+                                               cluster_label="b", explanation="why")])
+        got = await conn.fetchrow("SELECT row_version, confidence, cluster_id FROM "
+                                  "review_queue WHERE candidate_id = $1", row.candidate_id)
+        assert tuple(got) == (1, 0.9, "c2")
+        # a new proposed expected answer: what the reviewer decides on changed
+        await upsert_candidates(conn, [replace(row, confidence=0.9, cluster_id="c2",
+                                               cluster_label="b", explanation="why",
+                                               expected_answer="new",
+                                               expected_answer_source="best_rated_answer")])
+        assert await conn.fetchval("SELECT row_version FROM review_queue WHERE "
+                                   "candidate_id = $1", row.candidate_id) == 2

@@ -607,10 +607,12 @@ async def upsert_candidates(conn: asyncpg.Connection, rows: Sequence[QueueRow]) 
     """Insert new candidates; refresh pending ones and bring back withdrawn ones.
 
     A pending row whose content (cluster, label, answers, evidence, confidence, explanation,
-    proposed expected answer) is unchanged is left alone; a changed one gets the new content
-    and a new ``row_version`` (a reviewer who loaded the old one gets a conflict, migration
-    0007). A ``withdrawn`` row the ranking selected again becomes ``pending``. Rows a reviewer
-    decided (confirmed / edited / rejected) are never touched.
+    proposed expected answer) is unchanged is left alone; a changed one gets the new content.
+    Its ``row_version`` moves only when what a reviewer decides on changed (the turn, the
+    answer given, the proposed expected answer, the evidence): a reviewer who loaded the old
+    one then gets a conflict (migration 0007); new scores or a new cluster label alone do not
+    invalidate a decision in progress. A ``withdrawn`` row the ranking selected again becomes
+    ``pending``. Rows a reviewer decided (confirmed / edited / rejected) are never touched.
 
     Returns:
         candidate ids that were inserted by this call (the ones to announce).
@@ -636,7 +638,15 @@ async def upsert_candidates(conn: asyncpg.Connection, rows: Sequence[QueueRow]) 
                 expected_answer_ref = EXCLUDED.expected_answer_ref,
                 explanation = EXCLUDED.explanation, rating_profile = EXCLUDED.rating_profile,
                 status = 'pending', withdrawn_reason = NULL,
-                row_version = review_queue.row_version + 1, updated_at = now()
+                row_version = review_queue.row_version + CASE
+                    WHEN review_queue.status = 'withdrawn' OR (
+                        review_queue.case_id, review_queue.answer_given,
+                        review_queue.expected_answer, review_queue.expected_answer_source,
+                        review_queue.evidence_event_ids)
+                        IS DISTINCT FROM (EXCLUDED.case_id, EXCLUDED.answer_given,
+                        EXCLUDED.expected_answer, EXCLUDED.expected_answer_source,
+                        EXCLUDED.evidence_event_ids) THEN 1 ELSE 0 END,
+                updated_at = now()
             WHERE review_queue.status = 'withdrawn' OR (review_queue.status = 'pending' AND (
                 review_queue.case_id, review_queue.cluster_id, review_queue.cluster_label,
                 review_queue.answer_given, review_queue.expected_answer,
