@@ -473,3 +473,22 @@ async def test_queue_cli_show_edit_reject_skip_and_exit_codes(
     assert str(event.version_id) == doc["version"]["version_id"]
     assert await publish_pending(pool, bus, TOPIC) == []
     assert len(bus.messages(TOPIC)) == 1
+
+
+async def test_triage_service_announces_versions_reviewers_made(
+        pool: asyncpg.Pool, pg_settings: Any) -> None:
+    from evalloop.adapters.embedder import HashingEmbedder
+    from evalloop.adapters.review_store import confirm_candidates
+    from evalloop.runtime import Deps
+    from evalloop.topics import Topics
+    from services.triage.service import TriageService
+
+    ids = await _seed(pool)
+    out = await confirm_candidates(pool, [(ids["carry"], 1, None)], reviewer=Reviewer("ann"))
+    bus = InProcessBus()
+    svc = TriageService(Deps(settings=pg_settings, pool=pool, bus=bus, topics=Topics()),
+                        embedder=HashingEmbedder(16))
+    assert await svc.flush_golden_outbox() == 1
+    assert await svc.flush_golden_outbox() == 0
+    [msg] = bus.messages(Topics().golden_set_published)
+    assert json.loads(msg.value)["version_id"] == out["version"]["version_id"]
