@@ -492,3 +492,20 @@ async def test_triage_service_announces_versions_reviewers_made(
     assert await svc.flush_golden_outbox() == 0
     [msg] = bus.messages(Topics().golden_set_published)
     assert json.loads(msg.value)["version_id"] == out["version"]["version_id"]
+
+
+async def test_malformed_action_bodies_are_400_and_change_nothing(
+        pool: asyncpg.Pool, client: tuple[httpx.AsyncClient, InProcessBus]) -> None:
+    http, _ = client
+    ids = await _seed(pool)
+    url = f"/api/v1/review/items/{ids['vacation']}/confirm"
+    answers = [await http.post(url, headers=_as("t-alice"), content=body)
+               for body in (b"not json", b"[1]", b'{"row_version": "1"}',
+                            b'{"row_version": 1, "golden_set_id": 5}')]
+    assert [a.status_code for a in answers] == [400, 400, 400, 400]
+    assert [a.json()["error"]["problems"][0]["field"] for a in answers] == [
+        "body", "body", "row_version", "golden_set_id"]
+    batch = await http.post("/api/v1/review/confirm", headers=_as("t-alice"), json={"items": []})
+    assert batch.json()["error"]["problems"][0]["field"] == "items"
+    assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 0
+    assert await pool.fetchval("SELECT count(*) FROM review_actions") == 0
