@@ -509,3 +509,24 @@ async def test_malformed_action_bodies_are_400_and_change_nothing(
     assert batch.json()["error"]["problems"][0]["field"] == "items"
     assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 0
     assert await pool.fetchval("SELECT count(*) FROM review_actions") == 0
+
+
+async def test_concurrent_confirmations_of_different_candidates_lose_nothing(
+        pool: asyncpg.Pool, client: tuple[httpx.AsyncClient, InProcessBus]) -> None:
+    http, bus = client
+    ids = await _seed(pool)
+    answers = await asyncio.gather(*(
+        http.post(f"/api/v1/review/items/{ids[n]}/confirm", json={"row_version": 1},
+                  headers=_as(t)) for n, t in (("vacation", "t-alice"), ("carry", "t-bob"),
+                                               ("parental", "t-alice"))))
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    versions = await pool.fetch("SELECT version, case_count, parent_version_id IS NULL AS root "
+                                "FROM golden_set_versions ORDER BY version")
+    assert [tuple(v) for v in versions] == [(1, 1, True), (2, 2, False), (3, 3, False)]
+    latest = (await http.get(f"/api/v1/golden-sets/{AGENT}/hr-agent-golden/versions/3",
+                             headers=_as("t-vera"))).json()
+    assert sorted(c["id"] for c in latest["cases"]) == sorted(
+        "fb-" + str(ids[n]).replace("-", "")[:12] for n in QUESTIONS)
+    assert sorted(m.key for m in bus.messages(TOPIC)) == [AGENT] * 3
+    assert await pool.fetchval("SELECT count(*) FROM golden_outbox WHERE published_at IS NULL"
+                               ) == 0
