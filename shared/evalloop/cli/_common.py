@@ -25,8 +25,9 @@ def leaf(exc: BaseException) -> BaseException:
 def exit_code_for(exc: BaseException) -> int:
     """The ``docs/exit-codes.md`` code for an error that ended a command.
 
-    2 (usage or bad input): invalid settings, a malformed file or value, an unknown id
-    (``ConfigError``, ``GoldenSetError``, ``InvalidEvent``/``InvalidBatch``, ``ValueError``,
+    2 (usage or bad input): invalid settings, a malformed file or value, an unknown id, a
+    review action on an item someone already decided (``ConfigError``, ``GoldenSetError``,
+    ``InvalidEvent``/``InvalidBatch``, ``ReviewError``, ``ValueError``,
     ``FileNotFoundError``, pydantic ``ValidationError``, ``typer.BadParameter``).
     3 (infrastructure): the database, the broker, an embedder or the network
     (``StorageError``, ``BusError``, ``EmbeddingError``, ``OSError``, ``TimeoutError``), and
@@ -41,13 +42,14 @@ def exit_code_for(exc: BaseException) -> int:
         GoldenSetError,
         InvalidBatch,
         InvalidEvent,
+        ReviewError,
         StorageError,
     )
 
     exc = leaf(exc)
     if isinstance(exc, StorageError | BusError | EmbeddingError):
         return 3
-    if isinstance(exc, ConfigError | GoldenSetError | InvalidEvent | InvalidBatch
+    if isinstance(exc, ConfigError | GoldenSetError | InvalidEvent | InvalidBatch | ReviewError
                   | ValidationError | ValueError | FileNotFoundError | typer.BadParameter):
         return 2
     return 3
