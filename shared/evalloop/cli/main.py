@@ -7,7 +7,18 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from evalloop.cli import agent, demo, eval_cmd, golden, jobs, queue, replay, schemas, up
+from evalloop.cli import (
+    agent,
+    demo,
+    eval_cmd,
+    golden,
+    jobs,
+    queue,
+    replay,
+    review_cmds,
+    schemas,
+    up,
+)
 
 app = typer.Typer(
     name="evalloop",
@@ -19,6 +30,7 @@ app.command("demo")(demo.demo)
 app.command("replay")(replay.replay)
 app.command("up")(up.up)
 app.add_typer(queue.app, name="queue")
+review_cmds.register(queue.app)
 app.add_typer(eval_cmd.app, name="eval")
 app.add_typer(golden.app, name="golden")
 app.add_typer(jobs.app, name="jobs")

@@ -100,7 +100,7 @@ def list_cmd(
                 "database first; they apply the migrations)" if "does not exist" in str(exc)
                 else "")
         Console(stderr=True).print(f"[red]cannot list the review queue:[/red] {exc}{hint}")
-        raise typer.Exit(1) from exc
+        raise typer.Exit(3) from exc
     groups = group_by_cluster(rows)
     uncovered = [
         {"agent_id": c["agent_id"], "cluster_id": c["cluster_id"], "label": c["label"],
