@@ -18,6 +18,7 @@ from evalloop.cli import (
     review_cmds,
     schemas,
     up,
+    web,
 )
 
 app = typer.Typer(
@@ -29,6 +30,8 @@ app = typer.Typer(
 app.command("demo")(demo.demo)
 app.command("replay")(replay.replay)
 app.command("up")(up.up)
+app.command("web")(web.web)
+app.add_typer(web.users_app, name="users")
 app.add_typer(queue.app, name="queue")
 review_cmds.register(queue.app)
 app.add_typer(eval_cmd.app, name="eval")

@@ -8,7 +8,9 @@
    the header, see ``templates/base.html``); requests authenticated by an
    ``Authorization: Bearer`` token carry no ambient credentials and are exempt.
 2. Sessions (Starlette ``SessionMiddleware``): a signed cookie holding the user name.
-3. Authentication (:class:`evalloop.web.auth.SessionOrTokenBackend`).
+3. Authentication (:class:`evalloop.web.auth.SessionOrTokenBackend`), then
+   :class:`evalloop.web.auth.ReviewerMiddleware`, which hands the signed-in user to the review
+   JSON API (:mod:`evalloop.review.api`, mounted under ``/api/v1``) as its reviewer.
 
 The database pool is built in the lifespan (or injected: tests, ``evalloop demo --serve``).
 """
@@ -63,8 +65,12 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
     Returns:
         The ASGI app (CSRF-wrapped Starlette).
     """
+    from evalloop.review.api import ReviewApi, review_routes
+
     registry = tabs or default_tabs()
     secret = settings.web.secret_key or secrets.token_urlsafe(48)
+    # the API's handlers are bound now; its pool is set in the lifespan, once it exists
+    api = ReviewApi(pool)  # type: ignore[arg-type]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -79,6 +85,7 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
         own = await connect_pool(dsn, min_size=settings.postgres.pool_min,
                                  max_size=settings.postgres.pool_max)
         app.state.pool = own
+        api.pool = own
         try:
             yield
         finally:
@@ -93,9 +100,10 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         *registry.routes(),
         Route("/agents/{agent_id}", home.agent_home, name="agent"),
+        *review_routes(api),
         *(extra_routes or []),
     ]
-    from evalloop.web.auth import SessionOrTokenBackend
+    from evalloop.web.auth import ReviewerMiddleware, SessionOrTokenBackend
 
     app = Starlette(
         routes=routes,
@@ -106,6 +114,7 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
                        https_only=settings.web.https_only),
             Middleware(AuthenticationMiddleware, backend=SessionOrTokenBackend(),
                        on_error=_auth_error),
+            Middleware(ReviewerMiddleware),
         ],
         exception_handlers={404: render.http_error, 403: render.http_error,
                             401: render.http_error, 409: render.http_error},

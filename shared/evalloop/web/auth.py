@@ -17,11 +17,19 @@ from starlette.authentication import (
     BaseUser,
 )
 from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from evalloop.adapters import user_store
 from evalloop.core.access import Role, can_review
 
-__all__ = ["SESSION_USER", "SessionOrTokenBackend", "WebUser", "safe_next", "scopes_of"]
+__all__ = [
+    "SESSION_USER",
+    "ReviewerMiddleware",
+    "SessionOrTokenBackend",
+    "WebUser",
+    "safe_next",
+    "scopes_of",
+]
 
 #: the session key holding the signed-in user's name
 SESSION_USER = "user"
@@ -91,3 +99,20 @@ def safe_next(value: str | None, default: str = "/") -> str:
     if not path.startswith("/") or path.startswith("//"):
         return default
     return path + (f"?{parts.query}" if parts.query else "")
+
+
+class ReviewerMiddleware:
+    """Put the signed-in user on ``request.state.reviewer`` as the review API's
+    :class:`evalloop.core.review.Reviewer` (the API answers 401 without one, 403 to viewers
+    that try to act)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from evalloop.core.review import Reviewer
+
+        user = scope.get("user")
+        if scope["type"] == "http" and isinstance(user, WebUser):
+            scope.setdefault("state", {})["reviewer"] = Reviewer(user.username, user.role.value)
+        await self.app(scope, receive, send)

@@ -15,7 +15,7 @@ Revision ID: 0010
 from evalloop.migrations import execute_script
 
 revision = "0010"
-down_revision = "0004"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
