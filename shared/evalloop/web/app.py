@@ -121,6 +121,8 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
     )
     app.state.settings = settings
     app.state.tabs = registry
+    if pool is not None:  # also without a lifespan (httpx.ASGITransport runs none)
+        app.state.pool = pool
     wrapped: ASGIApp = asgi_csrf(app, signing_secret=secret,
                                  always_protect={"/login", "/logout"},
                                  cookie_secure=settings.web.https_only,

@@ -31,9 +31,10 @@ async def feedback_tab(request: Request) -> Response:
     monitor = request.app.state.settings.monitor
     rows = await agent_rows(pool, monitor.min_turns)
     me = next((r for r in rows if r.agent_id == agent), None)
-    start = me.window_end - CHART_SPAN if me and me.window_end else None
-    timeline = await monitor_store.rate_timeline(pool, agent, step_s=3600, settings=monitor,
-                                                 start=start)
+    timeline = await monitor_store.rate_timeline(pool, agent, step_s=3600, settings=monitor)
+    if timeline:
+        first = timeline[-1].window_end - CHART_SPAN
+        timeline = [p for p in timeline if p.window_end >= first]
     requests = await monitor_store.reeval_markers(pool, agent)
     markers = [
         ChartMarker(
