@@ -9,6 +9,14 @@
     var form = document.getElementById(id);
     if (form) { if (form.reportValidity && !form.reportValidity()) { return; } form.requestSubmit(); }
   }
+  // After a page swap, start from the page, not from the field of the same id that htmx
+  // re-focuses on the new page (else the next shortcut would be typed into it).
+  document.addEventListener("htmx:afterSettle", function () {
+    setTimeout(function () {
+      var el = document.activeElement;
+      if (typing(el) && !el.hasAttribute("autofocus")) { el.blur(); }
+    }, 0);
+  });
   document.addEventListener("keydown", function (ev) {
     var target = ev.target;
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && target.form) {
