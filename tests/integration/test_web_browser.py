@@ -23,14 +23,15 @@ import asyncpg
 import pytest
 import pytest_asyncio
 import uvicorn
+from web_seed import AGENT, PASSWORD, Seeded, seed
 
 from evalloop.settings import PostgresSettings, Settings, WebSettings
 from evalloop.web.app import build_app
-from web_seed import AGENT, PASSWORD, Seeded, seed
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = os.environ.get("EVALLOOP_TEST_CHROMIUM", "/usr/bin/chromium")
+HAVE_CHROMIUM = Path(CHROMIUM).exists()
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 
@@ -69,7 +70,7 @@ async def seeded(pool: asyncpg.Pool) -> Seeded:
 
 @pytest_asyncio.fixture
 async def browser_page() -> AsyncIterator[object]:
-    if not Path(CHROMIUM).exists():
+    if not HAVE_CHROMIUM:
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     from playwright.async_api import async_playwright
 

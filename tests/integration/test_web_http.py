@@ -11,11 +11,11 @@ import asyncpg
 import httpx
 import pytest_asyncio
 import yaml
+from web_seed import AGENT, PASSWORD, QUIET, Seeded, seed
 
 from evalloop.adapters import user_store
 from evalloop.settings import Settings, WebSettings
 from evalloop.web.app import build_app
-from web_seed import AGENT, PASSWORD, QUIET, Seeded, seed
 
 _CSRF = re.compile(r'name="csrftoken" value="([^"]+)"')
 
@@ -52,7 +52,8 @@ async def test_pages_need_sign_in_and_show_every_agent(http: httpx.AsyncClient,
     await _sign_in(http, "vic")
     home = await http.get("/")
     assert home.status_code == 200
-    assert [AGENT, QUIET] == re.findall(r'<td><a href="http://web.test/agents/([^"/]+)">', home.text)
+    linked = re.findall(r'<td><a href="http://web.test/agents/([^"/]+)">', home.text)
+    assert linked == [AGENT, QUIET]
     # the quiet agent's rate and interval are shown although it is below the minimum volume
     assert "5 %" in home.text and "[1.71 %, 13.7 %]" in home.text
     assert "below minimum (200)" in home.text

@@ -36,10 +36,10 @@ from evalloop.settings import MonitorSettings
 __all__ = [
     "AgentSnapshot",
     "AgentState",
-    "ReevalMarker",
-    "agent_snapshots",
     "JobRow",
+    "ReevalMarker",
     "add_bucket_deltas",
+    "agent_snapshots",
     "fetch_turns",
     "insert_jobs",
     "list_jobs",

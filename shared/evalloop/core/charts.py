@@ -56,7 +56,7 @@ class ChartMarker:
     href: str | None = None
 
 
-_W_LEFT, _W_RIGHT, _W_TOP, _W_BOTTOM = 56.0, 16.0, 28.0, 40.0
+_W_LEFT, _W_RIGHT, _W_TOP, _W_BOTTOM = 56.0, 36.0, 28.0, 40.0
 _STEPS = (0.001, 0.002, 0.0025, 0.005, 0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0)
 
 
@@ -109,13 +109,15 @@ def _pct(v: float) -> str:
 
 
 def rate_chart_svg(points: Sequence[RatePoint], *, threshold: float, min_turns: int,
-                   markers: Sequence[ChartMarker] = (), width: int = 900,
-                   height: int = 280, title: str = "24 h negative rate") -> str:
+                   markers: Sequence[ChartMarker] = (), width: int = 1100,
+                   height: int = 300, title: str = "24 h negative rate") -> str:
     """Render the negative-rate timeline as an SVG document.
 
     Args:
         points: windows, oldest first (at least one for a chart; none gives a "no data" box).
-        threshold: the trigger threshold, ratio 0-1 (drawn as a dashed red line).
+        threshold: the trigger threshold, ratio 0-1 (drawn as a dashed red line). The rate
+            axis reaches at least twice the threshold, every rate and the interval of every
+            window with enough volume; taller bands are clipped at the top.
         min_turns: the minimum volume; windows with fewer turns are drawn dashed grey.
         markers: re-evaluation requests (drawn as vertical lines; links when ``href``).
         width, height: pixel size of the drawing.
@@ -137,7 +139,11 @@ def rate_chart_svg(points: Sequence[RatePoint], *, threshold: float, min_turns: 
     if t_end <= t_start:
         t_end = t_start + timedelta(hours=1)
     span = (t_end - t_start).total_seconds()
-    top, step = nice_ceiling(max(max(p.high for p in points), threshold * 1.5))
+    # Scale to what the trigger reads: windows of enough volume (their band included) and the
+    # threshold; the wide bands of near-empty windows are clipped rather than flattening the
+    # chart.
+    enough_high = [p.high for p in points if p.turns >= min_turns]
+    top, step = nice_ceiling(max([*(p.rate for p in points), *enough_high, threshold * 2]))
 
     def x(t: datetime) -> float:
         frac = (t - t_start).total_seconds() / span
@@ -177,8 +183,8 @@ def rate_chart_svg(points: Sequence[RatePoint], *, threshold: float, min_turns: 
         coords = " ".join(f"{_f(x(p.at))},{_f(y(p.rate))}" for p in pts)
         out.append(f'<polyline class="{cls}" points="{coords}"/>')
     out.append(f'<line class="threshold" x1="{_f(x0)}" x2="{_f(x1)}" y1="{_f(y(threshold))}" '
-               f'y2="{_f(y(threshold))}"/><text class="threshold-label" x="{_f(x1 - 4)}" '
-               f'y="{_f(y(threshold) - 5)}" text-anchor="end">threshold {_pct(threshold)}</text>')
+               f'y2="{_f(y(threshold))}"/><text class="threshold-label" x="{_f(x0 + 6)}" '
+               f'y="{_f(y(threshold) - 5)}">threshold {_pct(threshold)}</text>')
     out.append('<g class="points">')
     for p in points:
         tip = (f"{p.at:%Y-%m-%d %H:%M} UTC: {_pct(p.rate)} [{_pct(p.low)}, {_pct(p.high)}], "

@@ -70,7 +70,7 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
     registry = tabs or default_tabs()
     secret = settings.web.secret_key or secrets.token_urlsafe(48)
     # the API's handlers are bound now; its pool is set in the lifespan, once it exists
-    api = ReviewApi(pool)  # type: ignore[arg-type]
+    api = ReviewApi(pool)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -91,12 +91,14 @@ class SessionOrTokenBackend(AuthenticationBackend):
 
 def safe_next(value: str | None, default: str = "/") -> str:
     """A local path to go to after sign-in: the path and query of ``value`` (never another
-    host: an absolute URL keeps only its path), ``default`` when empty or not a path."""
+    host: an absolute URL keeps only its path), ``default`` when empty, not a path, or a path
+    a browser would read as another host (``//host``, a backslash)."""
     if not value:
         return default
     parts = urlsplit(value)
     path = parts.path
-    if not path.startswith("/") or path.startswith("//"):
+    # browsers read a backslash as a slash: "/\\host" would leave the site
+    if not path.startswith("/") or path.startswith("//") or "\\" in path:
         return default
     return path + (f"?{parts.query}" if parts.query else "")
 

@@ -14,7 +14,7 @@ from evalloop.adapters import golden_store, monitor_store
 from evalloop.core.window import wilson_interval
 from evalloop.web.render import page
 
-__all__ = ["AgentRow", "agent_rows", "agent_home", "healthz", "overview"]
+__all__ = ["AgentRow", "agent_home", "agent_rows", "healthz", "overview"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,18 +54,18 @@ def form_edits(form: FormData, current: dict[str, Any]) -> dict[str, Any]:
                 out[key] = value or (None if key != "question" else value)
     for key in ("difficulty", "category"):
         if key in form:
-            value = str(form[key]).strip() or None
-            if value != current.get(key):
-                out[key] = value
+            choice = str(form[key]).strip() or None
+            if choice != current.get(key):
+                out[key] = choice
     if "tags" in form:
         tags = [t.strip() for t in str(form["tags"]).split(",") if t.strip()]
         if tags != list(current.get("tags") or []):
             out["tags"] = tags
     if "edit_flags" in form:  # the form showed the two checkboxes
         for key in ("should_refuse", "should_escalate"):
-            value = key in form
-            if value != bool(current.get(key, False)):
-                out[key] = value
+            ticked = key in form
+            if ticked != bool(current.get(key, False)):
+                out[key] = ticked
     return out
 
 
