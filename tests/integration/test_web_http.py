@@ -163,3 +163,31 @@ async def test_token_sign_in_and_exports(http: httpx.AsyncClient, pool: asyncpg.
                          headers={"authorization": f"Bearer {token}"})
     assert [i["candidate_id"] for i in api.json()["items"]] == [
         str(seeded.candidates[n]) for n in ("vacation", "carry", "parental")]
+
+
+async def test_up_serves_the_web_app_on_its_port(pg_settings: Settings) -> None:
+    import asyncio
+    import socket
+
+    from evalloop.cli.up import run_services
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = pg_settings.model_copy(update={"web": WebSettings(port=port)})
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_services(["web"], settings, stop))
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+            for _ in range(200):
+                try:
+                    r = await c.get("/healthz")
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.05)
+            assert (r.status_code, r.json()) == (200, {"status": "ok"})
+            assert (await c.get("/static/htmx.min.js")).text.startswith("var htmx=")
+            assert (await c.get("/")).status_code == 303
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)

@@ -2,7 +2,8 @@
 
 All services run in one process by default, each as its own FastStream app (its own consumer
 group and connections, exactly as it would in its own container) inside one
-``asyncio.TaskGroup``, plus the ingest HTTP server (uvicorn). ``--service NAME`` (repeatable)
+``asyncio.TaskGroup``, plus the ingest HTTP server and the web app (uvicorn; ports
+``settings.ingest.port`` 8080 and ``settings.web.port`` 8090). ``--service NAME`` (repeatable)
 runs a subset. SIGINT/SIGTERM stop every service gracefully: services stop their background
 work, brokers stop consuming and commit what was handled, pools close. If one service fails,
 the others are stopped and ``up`` exits with status 1.
@@ -34,8 +35,14 @@ __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
 log = logging.getLogger(__name__)
 
 #: Every deployable, in start order (DESIGN.md); ingest is the HTTP front door.
-SERVICES: tuple[str, ...] = ("ingest", "recorder", "monitor", "triage", "evaluator")
-_HTTP = {"ingest": "build_http_app"}
+SERVICES: tuple[str, ...] = ("ingest", "recorder", "monitor", "triage", "evaluator", "web")
+_HTTP = {"ingest": "build_http_app", "web": "build_http_app"}
+
+
+def _bind(name: str, settings: Settings) -> tuple[str, int]:
+    """Host and port of an HTTP service: ``settings.<name>.host`` / ``.port``."""
+    section = settings.web if name == "web" else settings.ingest
+    return section.host, section.port
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +157,7 @@ async def run_services(
         async with asyncio.TaskGroup() as tg:
             for svc in apps:
                 if svc.kind == "http":
-                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port)
+                    server = _Uvicorn(svc.app, *_bind(svc.name, settings))
                     tg.create_task(server.run(svc.name, stop), name=svc.name)
                 else:
                     tg.create_task(_run_stream(svc, stop), name=svc.name)
