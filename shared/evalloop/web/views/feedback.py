@@ -19,6 +19,8 @@ __all__ = ["TAB", "feedback_tab"]
 
 #: how much history the chart shows, ending at the agent's newest event
 CHART_SPAN = timedelta(days=7)
+#: clusters listed (largest first); the page says how many more there are
+TOP_CLUSTERS = 25
 
 
 @requires("authenticated", redirect="login")
@@ -50,11 +52,14 @@ async def feedback_tab(request: Request) -> Response:
     chart = rate_chart_svg(points, threshold=monitor.threshold, min_turns=monitor.min_turns,
                            markers=markers,
                            title=f"{agent}: 24 h negative rate, threshold {pct(monitor.threshold)}")
-    clusters = await triage_store.list_clusters(pool, agent)
+    clusters = [c for c in await triage_store.list_clusters(pool, agent) if c["size"] > 0]
     examples = await triage_store.cluster_examples(pool, agent)
     return page(request, "feedback.html", agent=agent, active="feedback", me=me,
                 agents=rows, monitor=monitor, chart=Markup(chart), requests=requests,
-                clusters=[c for c in clusters if c["size"] > 0], examples=examples)
+                clusters=clusters[:TOP_CLUSTERS],
+                more_clusters=max(0, len(clusters) - TOP_CLUSTERS),
+                uncovered=sum(1 for c in clusters if not c["covered_by_golden"]),
+                examples=examples)
 
 
 TAB = Tab(key="feedback", title="Feedback loop", order=10, endpoint=feedback_tab, hotkey="1")
