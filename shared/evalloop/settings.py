@@ -165,6 +165,11 @@ class TriageSettings(BaseModel):
     duplicate_similarity: float = Field(
         default=0.92, description="question cosine at/above which a candidate is a duplicate"
     )
+    golden_similarity: float = Field(
+        default=0.75, ge=0, le=1,
+        description="question cosine at/above which a candidate is a paraphrase of a golden "
+        "case and is not proposed (docs/review.md#ranking)",
+    )
     recency_half_life_days: float = 7.0
     label_terms: int = Field(default=4, description="terms per cluster label (DESIGN: 3-5)")
 

@@ -462,3 +462,14 @@ async def test_queue_cli_show_edit_reject_skip_and_exit_codes(
     assert "which matches no candidate" in err
     assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 1
     assert [r["action"] for r in await _audit(pool)] == ["edit", "skip", "reject"]
+    # the command line has no bus: the version waits in the outbox for the next flush
+    bus = InProcessBus()
+    [event] = await publish_pending(pool, bus, TOPIC)
+    assert (event.agent_id, event.golden_set_id, event.version, event.parent_version_id,
+            event.case_count, event.diff, event.created_by, event.reason) == (
+        AGENT, "hr-agent-golden", 1, None, 1,
+        {"added": [case_id], "removed": [], "changed": []}, "carol",
+        "review: carol confirmed 1 candidate")
+    assert str(event.version_id) == doc["version"]["version_id"]
+    assert await publish_pending(pool, bus, TOPIC) == []
+    assert len(bus.messages(TOPIC)) == 1
