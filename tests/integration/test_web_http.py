@@ -191,3 +191,34 @@ async def test_up_serves_the_web_app_on_its_port(pg_settings: Settings) -> None:
     finally:
         stop.set()
         await asyncio.wait_for(task, 20)
+
+
+async def test_users_cli_creates_lists_and_issues_tokens(db_dsn: str, pool: asyncpg.Pool
+                                                         ) -> None:
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from evalloop.cli.main import app
+
+    def run(*args: str, stdin: str | None = None) -> tuple[int, str]:
+        result = CliRunner().invoke(app, [*args, "--db", db_dsn], input=stdin)
+        return result.exit_code, result.output
+
+    code, out = await asyncio.to_thread(run, "users", "create", "ada", "--role", "admin",
+                                        "--with-password", stdin="correct horse battery\n")
+    assert (code, out.splitlines()[-1]) == (0, "created ada (admin, password set)")
+    assert await user_store.authenticate_password(pool, "ada", "correct horse battery")
+    code, out = await asyncio.to_thread(run, "users", "create", "ada")
+    assert (code, "user 'ada' exists already" in out) == (2, True)
+    code, out = await asyncio.to_thread(run, "users", "create", "bob", "--role", "owner")
+    assert (code, "got 'owner'" in out) == (2, True)
+    code, out = await asyncio.to_thread(run, "users", "token", "nobody")
+    assert (code, "no user 'nobody'" in out) == (2, True)
+    code, token = await asyncio.to_thread(run, "users", "token", "ada", "--label", "ci")
+    user = await user_store.authenticate_token(pool, token.strip())
+    assert (code, user.username if user else None) == (0, "ada")
+    code, out = await asyncio.to_thread(run, "users", "list", "--json")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["username"], r["role"], r["has_password"], r["tokens"]) for r in rows] == [
+        ("ada", "admin", True, 1)]
