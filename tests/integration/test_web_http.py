@@ -222,3 +222,18 @@ async def test_users_cli_creates_lists_and_issues_tokens(db_dsn: str, pool: asyn
     rows = [json.loads(line) for line in out.splitlines()]
     assert [(r["username"], r["role"], r["has_password"], r["tokens"]) for r in rows] == [
         ("ada", "admin", True, 1)]
+
+
+async def test_an_unreachable_database_is_a_503_page(db_dsn: str) -> None:
+    from evalloop.adapters.postgres import connect_pool
+
+    closed = await connect_pool(db_dsn, min_size=1, max_size=1)
+    await closed.close()
+    app = build_app(Settings(web=WebSettings(secret_key="s" * 40)), pool=closed)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://web.test") as c:
+        token = _CSRF.search((await c.get("/login")).text)
+        assert token is not None
+        r = await c.post("/login", data={"csrftoken": token.group(1), "username": "ada",
+                                         "password": PASSWORD})
+    assert r.status_code == 503 and "database could not be reached" in r.text

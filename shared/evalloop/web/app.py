@@ -35,6 +35,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from evalloop.errors import StorageError
 from evalloop.settings import Settings
 from evalloop.web import render
 from evalloop.web.tabs import TabRegistry, default_tabs
@@ -117,7 +118,8 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
             Middleware(ReviewerMiddleware),
         ],
         exception_handlers={404: render.http_error, 403: render.http_error,
-                            401: render.http_error, 409: render.http_error},
+                            401: render.http_error, 400: render.http_error,
+                            StorageError: render.storage_error},
     )
     app.state.settings = settings
     app.state.tabs = registry

@@ -12,7 +12,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, Response
 from starlette.templating import Jinja2Templates
 
-__all__ = ["error", "http_error", "page", "pct", "templates", "utc"]
+__all__ = ["error", "http_error", "page", "pct", "storage_error", "templates", "utc"]
 
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
@@ -71,3 +71,13 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
         return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
     return error(request, exc.status_code, str(exc.detail))
+
+
+async def storage_error(request: Request, exc: Exception) -> Response:
+    """Exception handler: the database failed; 503 with a page that says so (nothing of the
+    request was applied: every action is one transaction)."""
+    import logging
+
+    logging.getLogger(__name__).error("web: %s", exc)
+    return error(request, 503, "The database could not be reached; nothing was changed. "
+                 "Try again in a moment.")
