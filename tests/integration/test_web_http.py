@@ -237,3 +237,43 @@ async def test_an_unreachable_database_is_a_503_page(db_dsn: str) -> None:
         r = await c.post("/login", data={"csrftoken": token.group(1), "username": "ada",
                                          "password": PASSWORD})
     assert r.status_code == 503 and "database could not be reached" in r.text
+
+
+async def test_demo_serve_prints_a_token_that_signs_in_and_stops_on_sigterm(
+        pool: asyncpg.Pool, pg_settings: Settings) -> None:
+    import asyncio
+    import io
+    import os
+    import signal
+    import socket
+
+    from rich.console import Console
+
+    from evalloop.cli.demo import serve_after
+    from evalloop.demo import DemoReport
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = io.StringIO()
+    hook = serve_after(Console(file=out, width=200), "127.0.0.1", port)
+    report = DemoReport(dsn="postgresql://demo", kept=False, origin="test", schedule=[])
+    task = asyncio.create_task(hook(report, pool, pg_settings))
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+        for _ in range(400):
+            try:
+                await c.get("/healthz")
+                break
+            except httpx.ConnectError:
+                await asyncio.sleep(0.05)
+        printed = out.getvalue()
+        assert f"web app http://127.0.0.1:{port}/" in printed
+        assert "Ctrl-C stops it and drops the demo database." in printed
+        token = re.search(r"evl_[A-Za-z0-9_-]{43}", printed)
+        assert token is not None
+        r = await c.get("/api/v1/review/queue",
+                        headers={"authorization": f"Bearer {token.group(0)}"})
+        assert (r.status_code, r.json()) == (200, {"items": []})
+        assert (await user_store.get_user(pool, "demo")).role.value == "admin"  # type: ignore[union-attr]
+        os.kill(os.getpid(), signal.SIGTERM)  # the hook's handler stops the server
+        await asyncio.wait_for(task, 20)

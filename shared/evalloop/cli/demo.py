@@ -10,8 +10,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -28,6 +30,32 @@ __all__ = ["demo", "serve_after"]
 
 #: the admin the demo creates for its web app (an API token is printed for it)
 DEMO_USER = "demo"
+
+
+async def _serve_until_signal(config: Any) -> None:
+    """Serve until SIGINT/SIGTERM, then return normally (uvicorn would re-raise the signal
+    after shutting down, and the demo's clean-up -- dropping its database -- would not run)."""
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    server = Server(config)
+    loop = asyncio.get_running_loop()
+    handled = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+            handled.append(sig)
+    try:
+        await server.serve()
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
 
 
 def serve_after(console: Console, host: str | None, port: int | None) -> Any:
@@ -55,9 +83,8 @@ def serve_after(console: Console, host: str | None, port: int | None) -> Any:
                       f"{DEMO_USER}, admin):\n  {token}\nCtrl-C stops it"
                       + ("" if report.kept else " and drops the demo database") + ".",
                       highlight=False, soft_wrap=True)
-        server = uvicorn.Server(uvicorn.Config(build_app(settings, pool=pool), host=web.host,
-                                               port=web.port, log_level="warning"))
-        await server.serve()
+        await _serve_until_signal(uvicorn.Config(build_app(settings, pool=pool), host=web.host,
+                                                 port=web.port, log_level="warning"))
 
     return after
 
