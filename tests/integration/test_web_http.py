@@ -277,3 +277,27 @@ async def test_demo_serve_prints_a_token_that_signs_in_and_stops_on_sigterm(
         assert (await user_store.get_user(pool, "demo")).role.value == "admin"  # type: ignore[union-attr]
         os.kill(os.getpid(), signal.SIGTERM)  # the hook's handler stops the server
         await asyncio.wait_for(task, 20)
+
+
+async def test_retiring_a_case_makes_a_version_and_a_viewer_cannot(
+        http: httpx.AsyncClient, pool: asyncpg.Pool, seeded: Seeded) -> None:
+    csrf = await _sign_in(http, "vic")
+    form = {"csrftoken": csrf, "set": seeded.golden_set_id, "case": "r001",
+            "expected_version": "1", "reason": "policy changed"}
+    assert (await http.post(f"/agents/{AGENT}/golden/retire", data=form)).status_code == 403
+    await http.post("/logout", data={"csrftoken": csrf})
+    csrf = await _sign_in(http, "rita")
+    r = await http.post(f"/agents/{AGENT}/golden/retire", data={**form, "csrftoken": csrf})
+    page = await http.get(r.headers["location"])
+    assert "Retired r001: version 2." in page.text
+    assert "0 added, 1 removed, 0 changed" in page.text
+    rows = await pool.fetch("SELECT version, case_count, created_by, diff FROM "
+                            "golden_set_versions WHERE agent_id = $1 ORDER BY version", AGENT)
+    assert [(v["version"], v["case_count"], v["created_by"]) for v in rows] == [
+        (1, 36, "seed"), (2, 35, "rita")]
+    assert rows[1]["diff"] == {"added": [], "removed": ["r001"], "changed": []}
+    # the same (now stale) form again: a conflict, no third version
+    r = await http.post(f"/agents/{AGENT}/golden/retire", data={**form, "csrftoken": csrf,
+                                                                "case": "r002"})
+    assert "Not retired:" in (await http.get(r.headers["location"])).text
+    assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 2
