@@ -163,6 +163,22 @@ async def test_confirm_makes_a_version_audit_and_one_publication(
     assert msg.key == AGENT
     assert await publish_pending(pool, bus, TOPIC) == []
     assert len(bus.messages(TOPIC)) == 1
+    # the version's care checks and its monthly review, from the command line
+    code, out, _ = await asyncio.to_thread(_cli, "golden", "care", "--agent", AGENT, "--json",
+                                           "--db", db_dsn)
+    assert code == 0, out
+    care = [json.loads(line) for line in out.splitlines()]
+    assert [(c["name"], c["status"], c["value"]) for c in care] == [
+        ("size", "fail", 1), ("difficulty_mix", "fail", {"easy": 1.0, "medium": 0.0,
+                                                          "hard": 0.0}),
+        ("domain_coverage", "unknown", {"leave": 1}), ("adversarial", "fail", 0),
+        ("escalation_triggers", "unknown", {}), ("universal", "fail", 0),
+        ("coverage_gaps", "pass", 0)]
+    assert {(c["golden_set_id"], c["version"]) for c in care} == {("hr-agent-golden", 1)}
+    code, out, _ = await asyncio.to_thread(_cli, "golden", "reminders", "--json", "--db", db_dsn)
+    [rem] = [json.loads(line) for line in out.splitlines()]
+    assert (rem["agent_id"], rem["golden_set_id"], rem["overdue"], rem["days_left"]) == (
+        AGENT, "hr-agent-golden", False, 29)
     # the evaluator's next run uses the new version
     assert str(await current_version_id(pool, AGENT)) == v["version_id"]
 
@@ -473,3 +489,76 @@ async def test_queue_cli_show_edit_reject_skip_and_exit_codes(
     assert str(event.version_id) == doc["version"]["version_id"]
     assert await publish_pending(pool, bus, TOPIC) == []
     assert len(bus.messages(TOPIC)) == 1
+    # the version's care checks and its monthly review, from the command line
+    code, out, _ = await asyncio.to_thread(_cli, "golden", "care", "--agent", AGENT, "--json",
+                                           "--db", db_dsn)
+    assert code == 0, out
+    care = [json.loads(line) for line in out.splitlines()]
+    assert [(c["name"], c["status"], c["value"]) for c in care] == [
+        ("size", "fail", 1), ("difficulty_mix", "fail", {"easy": 1.0, "medium": 0.0,
+                                                          "hard": 0.0}),
+        ("domain_coverage", "unknown", {"leave": 1}), ("adversarial", "fail", 0),
+        ("escalation_triggers", "unknown", {}), ("universal", "fail", 0),
+        ("coverage_gaps", "pass", 0)]
+    assert {(c["golden_set_id"], c["version"]) for c in care} == {("hr-agent-golden", 1)}
+    code, out, _ = await asyncio.to_thread(_cli, "golden", "reminders", "--json", "--db", db_dsn)
+    [rem] = [json.loads(line) for line in out.splitlines()]
+    assert (rem["agent_id"], rem["golden_set_id"], rem["overdue"], rem["days_left"]) == (
+        AGENT, "hr-agent-golden", False, 29)
+
+
+async def test_triage_service_announces_versions_reviewers_made(
+        pool: asyncpg.Pool, pg_settings: Any) -> None:
+    from evalloop.adapters.embedder import HashingEmbedder
+    from evalloop.adapters.review_store import confirm_candidates
+    from evalloop.runtime import Deps
+    from evalloop.topics import Topics
+    from services.triage.service import TriageService
+
+    ids = await _seed(pool)
+    out = await confirm_candidates(pool, [(ids["carry"], 1, None)], reviewer=Reviewer("ann"))
+    bus = InProcessBus()
+    svc = TriageService(Deps(settings=pg_settings, pool=pool, bus=bus, topics=Topics()),
+                        embedder=HashingEmbedder(16))
+    assert await svc.flush_golden_outbox() == 1
+    assert await svc.flush_golden_outbox() == 0
+    [msg] = bus.messages(Topics().golden_set_published)
+    assert json.loads(msg.value)["version_id"] == out["version"]["version_id"]
+
+
+async def test_malformed_action_bodies_are_400_and_change_nothing(
+        pool: asyncpg.Pool, client: tuple[httpx.AsyncClient, InProcessBus]) -> None:
+    http, _ = client
+    ids = await _seed(pool)
+    url = f"/api/v1/review/items/{ids['vacation']}/confirm"
+    answers = [await http.post(url, headers=_as("t-alice"), content=body)
+               for body in (b"not json", b"[1]", b'{"row_version": "1"}',
+                            b'{"row_version": 1, "golden_set_id": 5}')]
+    assert [a.status_code for a in answers] == [400, 400, 400, 400]
+    assert [a.json()["error"]["problems"][0]["field"] for a in answers] == [
+        "body", "body", "row_version", "golden_set_id"]
+    batch = await http.post("/api/v1/review/confirm", headers=_as("t-alice"), json={"items": []})
+    assert batch.json()["error"]["problems"][0]["field"] == "items"
+    assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 0
+    assert await pool.fetchval("SELECT count(*) FROM review_actions") == 0
+
+
+async def test_concurrent_confirmations_of_different_candidates_lose_nothing(
+        pool: asyncpg.Pool, client: tuple[httpx.AsyncClient, InProcessBus]) -> None:
+    http, bus = client
+    ids = await _seed(pool)
+    answers = await asyncio.gather(*(
+        http.post(f"/api/v1/review/items/{ids[n]}/confirm", json={"row_version": 1},
+                  headers=_as(t)) for n, t in (("vacation", "t-alice"), ("carry", "t-bob"),
+                                               ("parental", "t-alice"))))
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    versions = await pool.fetch("SELECT version, case_count, parent_version_id IS NULL AS root "
+                                "FROM golden_set_versions ORDER BY version")
+    assert [tuple(v) for v in versions] == [(1, 1, True), (2, 2, False), (3, 3, False)]
+    latest = (await http.get(f"/api/v1/golden-sets/{AGENT}/hr-agent-golden/versions/3",
+                             headers=_as("t-vera"))).json()
+    assert sorted(c["id"] for c in latest["cases"]) == sorted(
+        "fb-" + str(ids[n]).replace("-", "")[:12] for n in QUESTIONS)
+    assert sorted(m.key for m in bus.messages(TOPIC)) == [AGENT] * 3
+    assert await pool.fetchval("SELECT count(*) FROM golden_outbox WHERE published_at IS NULL"
+                               ) == 0

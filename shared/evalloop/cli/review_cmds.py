@@ -1,10 +1,12 @@
 """``evalloop queue show|confirm|edit|reject|skip ID``: review golden-set candidates from a shell.
 
 The same store functions as the review HTTP API (``docs/review.md``), so a decision made here
-is audited, versioned and announced exactly as one made in the browser. ``ID`` is a candidate
-id or a unique prefix of it (at least 8 characters). The reviewer is ``--reviewer``, else
-``EVALLOOP_REVIEWER``, else the login name; the command line is trusted with the ``reviewer``
-role (it holds the database's credentials anyway).
+is audited, versioned and announced exactly as one made in the browser. ``show`` is read-only
+(``--db`` or ``EVALLOOP_POSTGRES__DSN``; no server started, no migration); the actions use
+``--db``, else ``EVALLOOP_POSTGRES__DSN``, else the embedded server, and apply migrations.
+``ID`` is a candidate id or a unique prefix of it (at least 8 characters). The reviewer is
+``--reviewer``, else ``EVALLOOP_REVIEWER``, else the login name; the command line is trusted
+with the ``reviewer`` role (it holds the database's credentials anyway).
 
 Exit codes (``docs/exit-codes.md``): 0 done; 2 bad input, an unknown or ambiguous id, or a
 conflict (the candidate was decided, or changed since ``--row-version``); 3 the database could
@@ -28,6 +30,7 @@ from rich.markup import escape
 
 from evalloop.adapters import review_store as store
 from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
+from evalloop.cli._common import read_only_dsn
 from evalloop.core.review import Reviewer, parse_edits
 from evalloop.errors import (
     EvalloopError,
@@ -65,10 +68,14 @@ def _reviewer(name: str | None) -> Reviewer:
         raise typer.Exit(2) from exc
 
 
-def _run(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+def _run(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
+         read_only: bool = False) -> T:
     async def main() -> T:
-        dsn = db or resolve_dsn(Settings().postgres)
-        await migrate(dsn)
+        if read_only:  # a read-only command neither starts a server nor migrates
+            dsn = read_only_dsn(db)
+        else:
+            dsn = db or resolve_dsn(Settings().postgres)
+            await migrate(dsn)
         pool = await connect_pool(dsn, min_size=1, max_size=2)
         try:
             return await work(pool)
@@ -125,7 +132,7 @@ def show_cmd(id_: IdArg, as_json: JsonOpt = False, db: DbOpt = None) -> None:
     async def work(pool: asyncpg.Pool) -> dict[str, Any]:
         return await store.candidate_detail(pool, await _resolve(pool, id_))
 
-    d = _run(db, work)
+    d = _run(db, work, read_only=True)
     if as_json:
         typer.echo(json.dumps(d, ensure_ascii=False))
         return

@@ -135,7 +135,10 @@ def web(
     db: DbOption = None,
 ) -> None:
     """Serve the web app: every agent's feedback loop, the review queue, golden sets and eval
-    runs (docs/web.md). Create a user first: ``evalloop users create NAME --role admin``."""
+    runs (docs/web.md).
+
+    Create a user first: ``evalloop users create NAME --role admin``.
+    """
     settings = Settings()
     web_cfg = settings.web.model_copy(update={k: v for k, v in (("host", host), ("port", port))
                                               if v is not None})

@@ -132,6 +132,13 @@ def _int(doc: Mapping[str, Any], key: str, *, minimum: int = 1) -> int:
     return value
 
 
+def _set_id(doc: Mapping[str, Any]) -> str | None:
+    value = doc.get("golden_set_id")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise _problem("golden_set_id", "a golden-set id (text) or null", value)
+    return value
+
+
 def _uuid(text: str, what: str = "id") -> UUID:
     try:
         return UUID(text)
@@ -204,7 +211,7 @@ class ReviewApi:
         body = await _body(request)
         out = await store.confirm_candidates(
             self.pool, [(_uuid(request.path_params["id"]), _int(body, "row_version"), None)],
-            reviewer=request.state.reviewer, golden_set_id=body.get("golden_set_id"))
+            reviewer=request.state.reviewer, golden_set_id=_set_id(body))
         await self._published()
         return JSONResponse(out)
 
@@ -222,7 +229,7 @@ class ReviewApi:
                 reviewer=request.state.reviewer, edits=edits))
         out = await store.confirm_candidates(
             self.pool, [(cid, _int(body, "row_version"), edits)],
-            reviewer=request.state.reviewer, golden_set_id=body.get("golden_set_id"),
+            reviewer=request.state.reviewer, golden_set_id=_set_id(body),
             action="edit")
         await self._published()
         return JSONResponse(out)
@@ -261,7 +268,7 @@ class ReviewApi:
             items.append((_uuid(it["id"], f"items[{i}].id"), _int(it, "row_version"), edits))
         out = await store.confirm_candidates(
             self.pool, items, reviewer=request.state.reviewer,
-            golden_set_id=body.get("golden_set_id"))
+            golden_set_id=_set_id(body))
         await self._published()
         return JSONResponse(out)
 
