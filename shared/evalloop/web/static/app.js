@@ -9,13 +9,12 @@
     var form = document.getElementById(id);
     if (form) { if (form.reportValidity && !form.reportValidity()) { return; } form.requestSubmit(); }
   }
-  // After a page swap, start from the page, not from the field of the same id that htmx
-  // re-focuses on the new page (else the next shortcut would be typed into it).
-  document.addEventListener("htmx:afterSettle", function () {
-    setTimeout(function () {
-      var el = document.activeElement;
-      if (typing(el) && !el.hasAttribute("autofocus")) { el.blur(); }
-    }, 0);
+  // Leave the field before htmx sends a form: htmx re-focuses the element with the same id on
+  // the new page (the next candidate's reject field), and the next shortcut would be typed
+  // into it.
+  document.addEventListener("htmx:beforeRequest", function () {
+    var el = document.activeElement;
+    if (typing(el)) { el.blur(); }
   });
   document.addEventListener("keydown", function (ev) {
     var target = ev.target;
