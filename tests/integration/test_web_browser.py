@@ -129,6 +129,11 @@ async def test_a_reviewer_walks_through_the_loop(
     await expect(page.locator(".correction")).to_have_text(
         "Full-time staff get 25 days of paid vacation a year.")
     await _shot(page, "3-review-queue")
+    selected = page.locator("#queue-list li.selected")
+    await page.keyboard.press("j")
+    await expect(selected).to_contain_text("Can I carry over unused leave?")
+    await page.keyboard.press("k")
+    await expect(selected).to_contain_text("How many vacation days do I get?")
     await page.keyboard.press("e")
     await expect(page.locator("#f-question")).to_be_focused()
     form = page.locator("#confirm-form")
