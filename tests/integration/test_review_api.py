@@ -163,22 +163,6 @@ async def test_confirm_makes_a_version_audit_and_one_publication(
     assert msg.key == AGENT
     assert await publish_pending(pool, bus, TOPIC) == []
     assert len(bus.messages(TOPIC)) == 1
-    # the version's care checks and its monthly review, from the command line
-    code, out, _ = await asyncio.to_thread(_cli, "golden", "care", "--agent", AGENT, "--json",
-                                           "--db", db_dsn)
-    assert code == 0, out
-    care = [json.loads(line) for line in out.splitlines()]
-    assert [(c["name"], c["status"], c["value"]) for c in care] == [
-        ("size", "fail", 1), ("difficulty_mix", "fail", {"easy": 1.0, "medium": 0.0,
-                                                          "hard": 0.0}),
-        ("domain_coverage", "unknown", {"leave": 1}), ("adversarial", "fail", 0),
-        ("escalation_triggers", "unknown", {}), ("universal", "fail", 0),
-        ("coverage_gaps", "pass", 0)]
-    assert {(c["golden_set_id"], c["version"]) for c in care} == {("hr-agent-golden", 1)}
-    code, out, _ = await asyncio.to_thread(_cli, "golden", "reminders", "--json", "--db", db_dsn)
-    [rem] = [json.loads(line) for line in out.splitlines()]
-    assert (rem["agent_id"], rem["golden_set_id"], rem["overdue"], rem["days_left"]) == (
-        AGENT, "hr-agent-golden", False, 29)
     # the evaluator's next run uses the new version
     assert str(await current_version_id(pool, AGENT)) == v["version_id"]
 

@@ -176,7 +176,8 @@ def test_care_checks_name_what_fails_and_what_is_unknown() -> None:
     cases = [_gc(i, "easy" if i < 8 else None, "domain:leave") for i in range(10)]
     checks = {c.name: c for c in care_checks(
         cases, in_production=False, domains=["leave", "pay"], triggers=None,
-        gaps=[ClusterGap("c4", "refund, card", 12), ClusterGap("c9", None, 3)])}
+        gaps=[ClusterGap("c4", "refund, card", 12), ClusterGap("c7", "x", 2),
+              ClusterGap("c9", None, 3)])}
     assert (checks["size"].status, checks["size"].bar, checks["size"].why) == (
         "fail", ">= 25", "10 cases (before production), 15 short of 25")
     assert checks["difficulty_mix"].value == {"easy": 0.8, "medium": 0.0, "hard": 0.0}
@@ -191,6 +192,9 @@ def test_care_checks_name_what_fails_and_what_is_unknown() -> None:
             checks["coverage_gaps"].why) == (
         "fail", 2, "2 cluster(s) of recent negatives have no golden case; largest: "
         "refund, card (12), c9 (3)")
+    assert checks["coverage_gaps"].details == {
+        "gaps": [{"cluster_id": "c4", "label": "refund, card", "size": 12},
+                 {"cluster_id": "c9", "label": None, "size": 3}], "small_clusters": 1}
     unknown = {c.name: c.status for c in care_checks([], in_production=None)}
     assert unknown == {"size": "fail", "difficulty_mix": "fail", "domain_coverage": "unknown",
                        "adversarial": "fail", "escalation_triggers": "unknown",

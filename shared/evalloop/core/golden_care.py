@@ -13,7 +13,8 @@ check                  value                                       bar
 ``adversarial``        adversarial cases                           >= 3
 ``escalation_triggers`` cases per escalation trigger               >= 2 for every trigger
 ``universal``          universal cases                             >= 10
-``coverage_gaps``      clusters of recent negatives with no case   none
+``coverage_gaps``      clusters of >= 3 recent negatives with no   none
+                       golden case
 =====================  ==========================================  ===========================
 
 A check that cannot be computed (no declared domains or triggers) is ``unknown`` with its
@@ -32,6 +33,7 @@ from evalloop.core.evaluation.cases import EvalCase
 __all__ = [
     "DIFFICULTY_MIX",
     "DIFFICULTY_TOLERANCE",
+    "MIN_GAP_SIZE",
     "SOURCE",
     "UNIVERSAL_TAGS",
     "CareCheck",
@@ -49,6 +51,9 @@ SOURCE = "docs/rules.md#eval-set-size-and-coverage"
 DIFFICULTY_MIX: dict[str, float] = {"easy": 0.40, "medium": 0.35, "hard": 0.25}
 #: Accepted distance from each target share (ratio: 0.10 = 10 points).
 DIFFICULTY_TOLERANCE = 0.10
+#: A cluster of fewer negatives than this is noise, not a topic: it is not a coverage gap
+#: (the triage default ``min_cluster_size``); such clusters are counted in the check's details.
+MIN_GAP_SIZE = 3
 #: Tags that make a case universal ("I want to speak to a human", adversarial prompts,
 #: out-of-scope questions); an adversarial case is universal too.
 UNIVERSAL_TAGS: frozenset[str] = frozenset(
@@ -153,7 +158,7 @@ def care_checks(cases: Sequence[EvalCase], *, in_production: bool | None,
         domains: the agent's knowledge domains (``None``/empty: domain coverage is unknown).
         triggers: the escalation triggers of its system prompt (``None``/empty: unknown).
         gaps: clusters of recent negatives with no golden case (``None``: unknown, no
-            clustering yet).
+            clustering yet); those smaller than :data:`MIN_GAP_SIZE` are not gaps.
 
     Returns:
         The seven checks, in the module table's order.
@@ -195,11 +200,14 @@ def care_checks(cases: Sequence[EvalCase], *, in_production: bool | None,
         checks.append(CareCheck("coverage_gaps", "unknown", None, "no uncovered cluster",
                                 "the agent's negatives have not been clustered yet"))
     else:
-        listed = [{"cluster_id": g.cluster_id, "label": g.label, "size": g.size} for g in gaps]
+        real = sorted((g for g in gaps if g.size >= MIN_GAP_SIZE),
+                      key=lambda g: (-g.size, g.cluster_id))
+        listed = [{"cluster_id": g.cluster_id, "label": g.label, "size": g.size} for g in real]
         checks.append(CareCheck(
-            "coverage_gaps", "fail" if gaps else "pass", len(gaps), "no uncovered cluster",
-            "every cluster of recent negatives has a golden case" if not gaps else
-            f"{len(gaps)} cluster(s) of recent negatives have no golden case; largest: "
-            + ", ".join(f"{g.label or g.cluster_id} ({g.size})" for g in gaps[:3]),
-            details={"gaps": listed}))
+            "coverage_gaps", "fail" if real else "pass", len(real),
+            f"no uncovered cluster of >= {MIN_GAP_SIZE} negatives",
+            "every cluster of recent negatives has a golden case" if not real else
+            f"{len(real)} cluster(s) of recent negatives have no golden case; largest: "
+            + ", ".join(f"{g.label or g.cluster_id} ({g.size})" for g in real[:3]),
+            details={"gaps": listed, "small_clusters": len(gaps) - len(real)}))
     return checks
