@@ -27,6 +27,7 @@ __all__ = [
     "RetentionSettings",
     "Settings",
     "TriageSettings",
+    "WebSettings",
 ]
 
 
@@ -348,6 +349,23 @@ class RetentionSettings(BaseModel):
     batch_rows: int = Field(10_000, ge=1, description="rows deleted per statement")
 
 
+class WebSettings(BaseModel):
+    """The web app (``evalloop web``; ``docs/web.md``).
+
+    ``secret_key`` signs the session and CSRF cookies: set it (env
+    ``EVALLOOP_WEB__SECRET_KEY``, at least 32 characters) so sessions survive a restart and
+    several processes agree; unset, each process draws a random key (sign in again after a
+    restart). ``session_max_age_s``: a session lasts this long after sign-in, seconds.
+    ``https_only``: mark cookies ``Secure`` (behind TLS).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8090
+    secret_key: str | None = Field(None, min_length=32)
+    session_max_age_s: int = Field(8 * 3600, gt=0)
+    https_only: bool = False
+
+
 class Settings(BaseSettings):
     """All of evalloop's settings: env ``EVALLOOP_<SECTION>__<FIELD>``.
 
@@ -367,3 +385,4 @@ class Settings(BaseSettings):
     triage: TriageSettings = TriageSettings()
     evaluator: EvaluatorSettings = EvaluatorSettings()
     retention: RetentionSettings = RetentionSettings()
+    web: WebSettings = WebSettings()

@@ -95,7 +95,7 @@ def test_every_existing_service_builds_without_connecting() -> None:
     assert {"ingest", "recorder", "monitor"} <= set(names)
     loaded = [load_service(n, settings) for n in names]
     assert [(s.name, s.kind) for s in loaded] == [
-        (n, "http" if n == "ingest" else "stream") for n in names
+        (n, "http" if n in ("ingest", "web") else "stream") for n in names
     ]
     assert set(names) <= set(SERVICES)
 

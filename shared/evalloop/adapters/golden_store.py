@@ -41,13 +41,16 @@ __all__ = [
     "AgentRecord",
     "GoldenVersion",
     "ImportOutcome",
+    "RunRow",
     "content_hash",
     "diff_cases",
     "get_agent",
     "get_golden_version",
     "import_golden_set",
+    "known_agent_ids",
     "latest_cases",
     "list_agents",
+    "list_eval_runs",
     "list_golden_versions",
     "load_cases_on",
     "load_eval_run",
@@ -533,3 +536,73 @@ async def list_agents(pool: asyncpg.Pool) -> list[AgentRecord]:
     except (OSError, asyncpg.PostgresError) as exc:
         raise StorageError(f"listing agents failed: {exc}") from exc
     return [AgentRecord(**dict(r)) for r in rows]
+
+
+# --------------------------------------------------------------------------- web app reads
+
+
+async def known_agent_ids(pool: asyncpg.Pool) -> list[str]:
+    """Every agent id any store knows (monitor, triage, golden sets, runs, the registry),
+    sorted.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        rows = await pool.fetch(
+            """
+            SELECT agent_id FROM monitor_state UNION SELECT agent_id FROM clusters
+            UNION SELECT agent_id FROM review_queue UNION SELECT agent_id FROM golden_sets
+            UNION SELECT agent_id FROM eval_runs WHERE agent_id IS NOT NULL
+            UNION SELECT agent_id FROM agents ORDER BY 1
+            """)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"listing agents failed: {exc}") from exc
+    return [r["agent_id"] for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One evaluation run as a list shows it (times UTC).
+
+    Attributes:
+        run_id, job_id: the run and the re-evaluation job that started it (``None`` by hand).
+        status: running, passed, failed or error.
+        golden_version: the golden-set version number it ran (``None`` for a file).
+        summary: the run's ``RunSummary`` as JSON (``None`` while running).
+        review_cases: cases marked ``requires_human_review``.
+    """
+
+    run_id: UUID
+    job_id: UUID | None
+    agent_id: str | None
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    golden_set_id: str | None
+    golden_version: int | None
+    summary: dict[str, Any] | None
+    review_cases: int
+    error: str | None
+
+
+async def list_eval_runs(pool: asyncpg.Pool, agent_id: str, limit: int = 100) -> list[RunRow]:
+    """The newest ``limit`` runs of ``agent_id``, newest first.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    try:
+        rows = await pool.fetch(
+            """
+            SELECT r.run_id, r.job_id, r.agent_id, r.status, r.started_at, r.finished_at,
+                   v.golden_set_id, v.version AS golden_version, r.summary, r.error,
+                   (SELECT count(*) FROM eval_results e WHERE e.run_id = r.run_id
+                      AND e.requires_human_review)::int AS review_cases
+            FROM eval_runs r
+            LEFT JOIN golden_set_versions v ON v.version_id = r.golden_set_version_id
+            WHERE r.agent_id = $1 ORDER BY r.started_at DESC, r.run_id LIMIT $2
+            """, agent_id, limit)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"listing runs of {agent_id} failed: {exc}") from exc
+    return [RunRow(**dict(r)) for r in rows]

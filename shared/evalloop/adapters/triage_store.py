@@ -34,6 +34,7 @@ __all__ = [
     "case_chunk_ids",
     "case_details",
     "case_marks",
+    "cluster_examples",
     "from_bytes",
     "golden_cases",
     "known_cases",
@@ -752,3 +753,30 @@ async def list_clusters(pool: asyncpg.Pool, agent_id: str | None = None) -> list
             """,
             agent_id,
         ))
+
+
+async def cluster_examples(pool: asyncpg.Pool, agent_id: str, per_cluster: int = 3
+                           ) -> dict[str, list[str]]:
+    """Up to ``per_cluster`` example questions of each cluster of ``agent_id`` (the most
+    confident, then newest cases), as ``{cluster_id: [question, ...]}``.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with store_errors("reading cluster examples"):
+        rows = await pool.fetch(
+            """
+            SELECT cluster_id, question FROM (
+                SELECT cluster_id, question, row_number() OVER (
+                    PARTITION BY cluster_id ORDER BY confidence DESC, occurred_at DESC, case_id
+                ) AS n
+                FROM triage_cases
+                WHERE agent_id = $1 AND cluster_id IS NOT NULL AND question IS NOT NULL
+            ) ranked WHERE n <= $2 ORDER BY cluster_id, n
+            """,
+            agent_id, per_cluster,
+        )
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(r["cluster_id"], []).append(r["question"])
+    return out
