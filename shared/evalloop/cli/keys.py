@@ -18,6 +18,8 @@ import typer
 from limits import parse
 
 from evalloop.adapters import key_store
+from evalloop.cli._common import fail
+from evalloop.core.apikeys import check_key_name
 from evalloop.errors import EvalloopError
 from evalloop.settings import Settings
 
@@ -71,6 +73,10 @@ def create(
     """
     if bool(agent) == all_agents:
         raise typer.BadParameter("give --agent ID (repeatable) or --all-agents, not both/none")
+    try:
+        name = check_key_name(name)
+    except ValueError as exc:
+        fail(exc)
     if rate_limit is not None:
         try:
             parse(rate_limit)

@@ -25,12 +25,11 @@ from uuid import UUID
 
 import asyncpg
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from evalloop.adapters import review_store as store
 from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-from evalloop.cli._common import read_only_dsn
+from evalloop.cli._common import console, error_line, read_only_dsn
 from evalloop.core.review import Reviewer, parse_edits
 from evalloop.errors import (
     EvalloopError,
@@ -45,8 +44,7 @@ from evalloop.settings import Settings
 __all__ = ["confirm_cmd", "edit_cmd", "register", "reject_cmd", "show_cmd", "skip_cmd"]
 
 T = TypeVar("T")
-_out = Console()
-_err = Console(stderr=True)
+_out = console()
 
 IdArg = Annotated[str, typer.Argument(help="Candidate id or a unique prefix (>= 8 chars).")]
 ReviewerOpt = Annotated[str | None, typer.Option(
@@ -60,11 +58,14 @@ DbOpt = Annotated[str | None, typer.Option(
 
 
 def _reviewer(name: str | None) -> Reviewer:
+    if name is not None and not name.strip():
+        error_line(f"--reviewer: expected a reviewer name, received {name!r}")
+        raise typer.Exit(2)
     who = name or os.environ.get("EVALLOOP_REVIEWER") or getpass.getuser()
     try:
         return Reviewer(who, "reviewer")
     except ValueError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
 
 
@@ -85,16 +86,16 @@ def _run(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
     try:
         return asyncio.run(main())
     except ReviewConflict as exc:
-        _err.print(f"[red]conflict:[/red] {escape(str(exc))}", highlight=False)
+        error_line(f"conflict: {exc}")
         raise typer.Exit(2) from exc
     except ReviewError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
     except StorageError as exc:
-        _err.print(f"[red]database unavailable:[/red] {escape(str(exc))}", highlight=False)
+        error_line(f"database unavailable: {exc}")
         raise typer.Exit(3) from exc
     except EvalloopError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
 
 
@@ -224,7 +225,7 @@ def edit_cmd(
     try:
         edits = parse_edits(raw)
     except ReviewInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
 
     async def work(pool: asyncpg.Pool) -> dict[str, Any]:

@@ -19,6 +19,7 @@ __all__ = [
     "DIFFICULTIES",
     "EDITABLE_FIELDS",
     "EVAL_CRITERIA",
+    "MAX_FIELD_CHARS",
     "ROLES",
     "CandidateDraft",
     "Reviewer",
@@ -47,8 +48,12 @@ EVAL_CRITERIA: tuple[str, ...] = (
     "correctness", "relevance", "tone", "safety", "groundedness", "faithfulness",
     "context_utilization", "refusal", "escalation", "expected_behavior",
 )
+#: Most characters a free-text edit (question, expected answer, expected behaviour, notes,
+#: domain) may hold (``docs/review.md#edit``).
+MAX_FIELD_CHARS = 20_000
 _NAME = re.compile(r"^[A-Za-z0-9_.@:+\- ]{1,128}$")
 _TAG = re.compile(r"^[A-Za-z0-9_.:+\-/ ]{1,64}$")
+_TEXT_FIELDS = frozenset({"question", "expected_answer", "expected_behavior", "notes", "domain"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +118,13 @@ def parse_edits(raw: Any) -> dict[str, Any]:
 
     Returns:
         The edits, normalised: strings stripped, tags de-duplicated in order, ``None`` kept
-        for a text field the reviewer cleared (``expected_answer``, ``expected_behavior``,
-        ``notes``, ``domain``, ``difficulty``).
+        for a field the reviewer cleared (``expected_answer`` -- only as null --,
+        ``expected_behavior``, ``notes``, ``domain``, ``difficulty``).
 
     Raises:
-        ReviewInputError: not an object, an unknown field, or a bad value (every problem named).
+        ReviewInputError: not an object, an unknown field, or a bad value (every problem
+            named): a blank (empty or whitespace-only) question or expected answer, a text
+            field longer than :data:`MAX_FIELD_CHARS` characters (``docs/review.md#edit``).
     """
     if not isinstance(raw, Mapping):
         raise ReviewInputError([_problem("edits", "a JSON object", raw)])
@@ -127,12 +134,21 @@ def parse_edits(raw: Any) -> dict[str, Any]:
         f = f"edits.{key}"
         if key not in EDITABLE_FIELDS:
             problems.append(_problem(f, f"one of {', '.join(EDITABLE_FIELDS)}", key))
+        elif isinstance(value, str) and key in _TEXT_FIELDS and \
+                len(value.strip()) > MAX_FIELD_CHARS:
+            problems.append(FieldProblem(
+                f, f"at most {MAX_FIELD_CHARS} characters", f"{len(value.strip())} characters"))
         elif key == "question":
             if not isinstance(value, str) or not value.strip():
-                problems.append(_problem(f, "a non-empty string", value))
+                problems.append(_problem(f, "a non-blank string", value))
             else:
                 out[key] = value.strip()
-        elif key in ("expected_answer", "expected_behavior", "notes", "domain"):
+        elif key == "expected_answer":
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                problems.append(_problem(f, "a non-blank string, or null to clear it", value))
+            else:
+                out[key] = value.strip() if isinstance(value, str) else None
+        elif key in ("expected_behavior", "notes", "domain"):
             if value is not None and not isinstance(value, str):
                 problems.append(_problem(f, "a string or null", value))
             else:
