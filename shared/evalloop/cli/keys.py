@@ -69,7 +69,7 @@ def create(
 ) -> None:
     """Create a key and print its token ONCE (store it in a secret manager now).
 
-    Example: ``evalloop keys create --name hr-frontend --agent hr-agent``.
+    Example: evalloop keys create --name hr-frontend --agent hr-agent.
     """
     if bool(agent) == all_agents:
         raise typer.BadParameter("give --agent ID (repeatable) or --all-agents, not both/none")
@@ -112,7 +112,7 @@ def revoke(
     key_id: Annotated[str, typer.Argument(help="the key id (from keys list)")],
     as_json: Annotated[bool, typer.Option("--json", help="one JSON line")] = False,
 ) -> None:
-    """Revoke a key: ingest refuses it (401) within ``ingest.key_cache_s`` seconds."""
+    """Revoke a key: ingest refuses it (401) within ingest.key_cache_s seconds."""
     row = _with_pool(lambda pool: key_store.revoke_key(pool, key_id))
     if row is None:
         typer.echo(f"error: no API key {key_id!r} (see evalloop keys list)", err=True)

@@ -85,8 +85,8 @@ def list_cmd(
     limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many candidates")
                      ] = 50,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="JSON lines: one candidate per line, the stored queue columns with its "
-                       "cluster's")] = False,
+        "--json", help="JSON lines: one candidate per line: the stored queue columns, with its "
+                       "cluster's label and size.")] = False,
     db: Annotated[str | None, typer.Option(
         "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN)")] = None,
 ) -> None:

@@ -46,7 +46,8 @@ __all__ = ["confirm_cmd", "edit_cmd", "register", "reject_cmd", "show_cmd", "ski
 T = TypeVar("T")
 _out = console()
 
-IdArg = Annotated[str, typer.Argument(help="Candidate id or a unique prefix (>= 8 chars).")]
+IdArg = Annotated[str, typer.Argument(
+    metavar="ID", help="Candidate id or a unique prefix (>= 8 chars).", show_default=False)]
 ReviewerOpt = Annotated[str | None, typer.Option(
     "--reviewer", help="Who decides (default: EVALLOOP_REVIEWER, else the login name).")]
 VersionOpt = Annotated[int | None, typer.Option(
@@ -215,7 +216,7 @@ def edit_cmd(
     golden_set: Annotated[str | None, typer.Option("--set")] = None,
     as_json: JsonOpt = False, db: DbOpt = None,
 ) -> None:
-    """Edit a candidate, then confirm it (``--save-only``: keep the edits for later)."""
+    """Edit a candidate, then confirm it (--save-only: keep the edits for later)."""
     raw: dict[str, Any] = {k: v for k, v in {
         "question": question, "expected_answer": expected_answer,
         "expected_behavior": expected_behavior, "tags": tag, "difficulty": difficulty,
