@@ -60,3 +60,18 @@ def test_render_names_each_agents_verdict_and_the_request() -> None:
     assert "no run (no golden set for agent 'bad')" in text
     assert "wall time 2.5 s (replay 1.0 s)" in text
     assert "total" in text and "10" in text
+
+
+def test_a_kept_database_prints_the_line_to_export() -> None:
+    report = DemoReport(
+        dsn="postgresql://postgres:@/evalloop_demo_ab12?host=/var/tmp/pg", kept=True,
+        origin="sample", schedule=[], events_sent=0, events_by_type={}, negative_cases={},
+        rates={}, jobs=[], requests={}, timings={"total": 1.0},
+    )
+    console = Console(record=True, width=60)
+    render(report, console)
+    lines = console.export_text().splitlines()
+    assert lines[-2:] == [
+        "database kept; to use it from the CLI (queue list...):",
+        "  export EVALLOOP_POSTGRES__DSN="
+        "'postgresql://postgres:@/evalloop_demo_ab12?host=/var/tmp/pg'"]

@@ -68,7 +68,7 @@ def serve_after(console: Console, host: str | None, port: int | None) -> Any:
 
         from evalloop.adapters import user_store
         from evalloop.core.access import Role
-        from evalloop.replay.report import render
+        from evalloop.replay.report import dsn_export_line, render
         from evalloop.web.app import build_app
 
         render(report, console)
@@ -83,6 +83,9 @@ def serve_after(console: Console, host: str | None, port: int | None) -> Any:
                       f"{DEMO_USER}, admin):\n  {token}\nCtrl-C stops it"
                       + ("" if report.kept else " and drops the demo database") + ".",
                       highlight=False, soft_wrap=True)
+        console.print("the same data from the command line (queue list, golden list, jobs "
+                      "list...) while it serves:", highlight=False)
+        console.print(f"  {dsn_export_line(report.dsn)}", highlight=False, soft_wrap=True)
         await _serve_until_signal(uvicorn.Config(build_app(settings, pool=pool), host=web.host,
                                                  port=web.port, log_level="warning"))
 

@@ -197,11 +197,19 @@ def _timings(report: DemoReport, console: Console) -> None:
     parts = ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items() if k != "total")
     console.print(f"[bold]wall time {report.timings.get('total', 0.0):.1f} s[/] ({parts})")
     if report.kept:
-        from evalloop.core.redaction import redact_url
+        console.print("database kept; to use it from the CLI (queue list...):")
+        console.print(f"  {dsn_export_line(report.dsn)}", highlight=False, soft_wrap=True)
 
-        shown = redact_url(report.dsn)  # a password is never printed (docs/security.md#secrets)
-        console.print(f"database kept: {shown}  (EVALLOOP_POSTGRES__DSN={shown} "
-                      "evalloop queue list / evalloop jobs list)")
+
+def dsn_export_line(dsn: str) -> str:
+    """The shell line that points the read-only commands (``queue list``, ``golden list``,
+    ``jobs list``...) at ``dsn``: ``export EVALLOOP_POSTGRES__DSN='<dsn>'`` (quoted for a POSIX
+    shell; a password is never printed, ``docs/security.md#secrets``)."""
+    import shlex
+
+    from evalloop.core.redaction import redact_url
+
+    return f"export EVALLOOP_POSTGRES__DSN={shlex.quote(redact_url(dsn))}"
 
 
 def render(report: DemoReport, console: Console) -> None:
