@@ -110,6 +110,10 @@ def demo(
         help="ingest (POST /v1/events through the ingest app) | bus (produce directly)",
     )] = "ingest",
     limit: Annotated[int | None, typer.Option(help="replay only the first N events")] = None,
+    end: Annotated[str | None, typer.Option(
+        help="end of the replayed span, ISO-8601 with a zone (default: now, to the minute); "
+        "the same --seed and --end replay the same events",
+    )] = None,
     verbose: Annotated[bool, typer.Option(help="log the services' INFO messages")] = False,
     serve: Annotated[bool, typer.Option(
         help="after the report, serve the web app on the demo's data (prints the URL and a "
@@ -121,6 +125,7 @@ def demo(
     """Run the whole loop in one process on replayed FeedbackQA/tau-bench feedback and report
     what it found (events, negative rates, re-evaluations and their runs, clusters, candidates).
     """
+    from evalloop.cli.replay import parse_end
     from evalloop.demo import DemoOptions, run_demo
     from evalloop.replay.report import render
 
@@ -136,7 +141,7 @@ def demo(
     cfg: Literal["weak", "standard"] = "weak" if agent_config == "weak" else "standard"
     mode: Literal["ingest", "bus"] = "ingest" if via == "ingest" else "bus"
     options = DemoOptions(span_hours=span_hours, seed=seed, keep=keep, full=full, source=source,
-                          agent_config=cfg, via=mode, limit=limit,
+                          agent_config=cfg, via=mode, limit=limit, end=parse_end(end),
                           after=serve_after(console, host, port) if serve else None)
     try:
         report = asyncio.run(run_demo(options, console))
