@@ -11,7 +11,6 @@ the clusters it stores are scored by V-measure against the FAQ page each answer 
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -114,22 +113,3 @@ async def test_service_clusters_real_negatives_by_page(
     assert queue == report.kept > 0
     assert len(bus.messages(Topics().candidate_proposed)) == queue
 
-
-def test_loading_the_model_prints_no_progress_bar() -> None:
-    """The demo's stderr stays clean: no transformers "Loading weights" bar; the bars are
-    re-enabled afterwards (only the loading is quiet)."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    code = ("from evalloop.adapters.embedder import MiniLMEmbedder\n"
-            "from transformers.utils import logging as hf\n"
-            "MiniLMEmbedder()\nprint(hf.is_progress_bar_enabled())\n")
-    env = {**os.environ, "PYTHONPATH": f"{root / 'shared'}{os.pathsep}{root}"}
-    env.pop("TQDM_DISABLE", None)
-    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert "Loading weights" not in out.stderr, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "True"

@@ -143,12 +143,12 @@ class MiniLMEmbedder:
 
             # no "Loading weights 100%|...|" bar on the user's stderr; restored afterwards
             bars_were_on = hf_logging.is_progress_bar_enabled()
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             try:
                 self._model: Any = SentenceTransformer(str(model_path), device=device)
             finally:
                 if bars_were_on:
-                    hf_logging.enable_progress_bar()
+                    hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
         except Exception as exc:  # ImportError, OSError, ValueError from transformers, ...
             raise EmbeddingError(f"cannot load embedding model from {model_path}: {exc}") from exc
         # sentence-transformers 6 renamed get_sentence_embedding_dimension (NOTES)
