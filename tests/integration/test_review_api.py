@@ -187,6 +187,7 @@ async def test_edit_then_confirm_keeps_the_edits(
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["items"][0]["status"] == "edited"
+    assert out["version"]["source"] == "review: bob edited and confirmed 1 candidate"
     [case] = await load_golden_cases(pool, UUID(out["version"]["version_id"]))
     assert (case.input, case.expected_answer, case.difficulty, case.tags, case.category,
             case.should_escalate, case.created_by) == (
@@ -469,7 +470,7 @@ async def test_queue_cli_show_edit_reject_skip_and_exit_codes(
             event.case_count, event.diff, event.created_by, event.reason) == (
         AGENT, "hr-agent-golden", 1, None, 1,
         {"added": [case_id], "removed": [], "changed": []}, "carol",
-        "review: carol confirmed 1 candidate")
+        "review: carol edited and confirmed 1 candidate")
     assert str(event.version_id) == doc["version"]["version_id"]
     assert await publish_pending(pool, bus, TOPIC) == []
     assert len(bus.messages(TOPIC)) == 1

@@ -25,9 +25,11 @@ from evalloop.core.ranking import (
 from evalloop.core.review import (
     CandidateDraft,
     Reviewer,
+    VerdictView,
     parse_edits,
     parse_verdict,
     to_golden_case,
+    verdict_view,
 )
 from evalloop.errors import ReviewInputError
 
@@ -299,3 +301,13 @@ def test_proposed_expected_answer_prefers_correction_then_best_rated_then_passag
     assert propose(q, None, rated[2:], hit) == ProposedAnswer(
         passages[1].text, "knowledge_passage", "passage:kb-surface")
     assert propose(q, None, (), (passages[0], 0.19)) is None
+
+
+def test_a_verdict_against_a_gate_is_disputed() -> None:
+    gates = {"refusal": True, "escalation": True}
+    assert verdict_view("ann", {"escalation": False}, 1, gates) == VerdictView(
+        "ann: fail on escalation, score 1 — disputed", True)
+    assert verdict_view("bob", {"tone": False, "refusal": True}, 3, gates) == VerdictView(
+        "bob: fail on tone, score 3", False)
+    assert verdict_view("cy", {"correctness": True}, 5, {}) == VerdictView(
+        "cy: pass, score 5", False)

@@ -24,11 +24,13 @@ __all__ = [
     "CandidateDraft",
     "Reviewer",
     "Role",
+    "VerdictView",
     "apply_edits",
     "golden_case_id",
     "parse_edits",
     "parse_verdict",
     "to_golden_case",
+    "verdict_view",
 ]
 
 Role = Literal["viewer", "reviewer", "admin"]
@@ -272,3 +274,38 @@ def parse_verdict(raw: Any) -> tuple[dict[str, bool], int, str | None]:
         raise ReviewInputError(problems)
     assert isinstance(score, int)
     return out, score, (note.strip() or None) if isinstance(note, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictView:
+    """One human verdict as a run shows it (``docs/review.md#eval-human-review``).
+
+    Attributes:
+        text: e.g. ``"ann: fail on escalation, score 1 — disputed"`` or
+            ``"bob: pass, score 5"``.
+        disputed: the reviewer marked the ``refusal`` or ``escalation`` criterion opposite to
+            the gate's recorded result.
+    """
+
+    text: str
+    disputed: bool
+
+
+def verdict_view(reviewer: str, criteria: Mapping[str, bool], score: int,
+                 gates: Mapping[str, bool]) -> VerdictView:
+    """Describe a human verdict next to the automatic result it judges.
+
+    Args:
+        reviewer: who gave it.
+        criteria: criterion -> passed, as stored.
+        score: overall 1-5.
+        gates: gate name (``refusal``, ``escalation``) -> passed, as the run recorded it.
+
+    Returns:
+        The line and whether it disputes a gate (``docs/review.md#eval-human-review``).
+    """
+    failed = [name for name, ok in criteria.items() if not ok]
+    disputed = any(name in gates and gates[name] != ok for name, ok in criteria.items())
+    what = f"fail on {', '.join(failed)}" if failed else "pass"
+    return VerdictView(f"{reviewer}: {what}, score {score}" + (" — disputed" if disputed else ""),
+                       disputed)
