@@ -199,6 +199,12 @@ def test_help_shows_id_json_and_plain_text() -> None:
                                  env={"COLUMNS": "200"}).stdout.split())
     assert 'POSTs {"messages": [{"role": "user", "content": "<the case input>"}]}' in run
     assert "Show a progress bar on stderr while cases run" in run
+    for args, db in ((["queue", "show"], "read only: no embedded server is started"),
+                     (["queue", "edit"], "else the embedded server"),
+                     (["golden", "care"], "read only: no embedded server is started"),
+                     (["golden", "import"], "else the embedded server; migrations are applied")):
+        shown = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "250"}).stdout
+        assert db in " ".join(shown.split()), args
     golden = runner.invoke(app, ["golden", "--help"], env={"COLUMNS": "200"}).stdout
     assert "Versioned golden sets (import, list, export, care, reminders)." in golden
     for args in (["keys", "create"], ["keys", "revoke"], ["prune"], ["erase"], ["web"], ["up"],

@@ -56,6 +56,9 @@ VersionOpt = Annotated[int | None, typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as one JSON line.")]
 DbOpt = Annotated[str | None, typer.Option(
     "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN, else the embedded server).")]
+ReadDbOpt = Annotated[str | None, typer.Option(
+    "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN; read only: no embedded "
+                 "server is started).")]
 
 
 def _reviewer(name: str | None) -> Reviewer:
@@ -129,7 +132,7 @@ def _emit(doc: dict[str, Any], as_json: bool, line: str) -> None:
         typer.echo(line)
 
 
-def show_cmd(id_: IdArg, as_json: JsonOpt = False, db: DbOpt = None) -> None:
+def show_cmd(id_: IdArg, as_json: JsonOpt = False, db: ReadDbOpt = None) -> None:
     """Show one candidate with the evidence a reviewer decides on."""
     async def work(pool: asyncpg.Pool) -> dict[str, Any]:
         return await store.candidate_detail(pool, await _resolve(pool, id_))
