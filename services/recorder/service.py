@@ -53,6 +53,7 @@ from evalloop.events import (
     NegativeCase,
     dump_event,
     parse_event,
+    undecodable,
 )
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_RECORDER
@@ -75,8 +76,20 @@ def decode_record(record: Record) -> FeedbackEvent:
     (:func:`check_storable`).
 
     Raises:
-        InvalidEvent: malformed JSON, oversized, not an object, unknown type, bad fields.
+        InvalidEvent: malformed JSON, oversized, not an object, unknown type, bad fields, or
+            ``undecodable`` when a decoder failed in a surprising way (deep nesting's
+            ``RecursionError``): nothing else, so one poison record never fails its batch
+            (``docs/operations.md#poison-records``).
     """
+    try:
+        return _decode_record(record)
+    except InvalidEvent:
+        raise
+    except Exception as exc:
+        raise undecodable(exc) from exc
+
+
+def _decode_record(record: Record) -> FeedbackEvent:
     if len(record.value) > MAX_EVENT_BYTES:
         return parse_event(record.value)  # raises "oversized"
     try:

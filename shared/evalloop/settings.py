@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evalloop.errors import ConfigError
+from evalloop.events import MAX_BODY_BYTES, BatchLimits
 
 __all__ = [
     "AgentEndpoint",
@@ -56,11 +57,18 @@ class PostgresSettings(BaseModel):
 
 
 class IngestSettings(BaseModel):
-    """HTTP ingest: bind address and limits (bytes)."""
+    """HTTP ingest: bind address and the work one request may cost
+    (``docs/operations.md#bounded-work-per-request``)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
-    max_body_bytes: int = 10 * 1024 * 1024
+    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0, description="largest body, bytes")
+    max_records: int = Field(1000, gt=0, description="most records per request")
+    max_errors: int = Field(100, gt=0, description="most invalid records described per answer")
+
+    def limits(self) -> BatchLimits:
+        """These limits as the :class:`~evalloop.events.BatchLimits` ``parse_events`` enforces."""
+        return BatchLimits(self.max_body_bytes, self.max_records, self.max_errors)
 
 
 class RecorderSettings(BaseModel):
