@@ -316,23 +316,17 @@ class MonitorService(Service):
         m = self.settings
         now = now or self.clock()
         async with store.transaction(self.pool, "weekly schedule") as conn:
-            rows = await conn.fetch(
-                "SELECT agent_id, last_weekly_at FROM monitor_state"
-                " WHERE last_weekly_at <= $1 ORDER BY agent_id FOR UPDATE SKIP LOCKED",
-                now - timedelta(seconds=m.weekly_interval_s),
+            due = await store.lock_weekly_due(
+                conn, now - timedelta(seconds=m.weekly_interval_s)
             )
             jobs = [
                 weekly_request(
-                    r["agent_id"], previous_at=r["last_weekly_at"],
-                    interval_s=m.weekly_interval_s, sample_size=m.weekly_sample_size,
-                    base_seed=m.weekly_seed, requested_at=now,
+                    agent, previous_at=previous, interval_s=m.weekly_interval_s,
+                    sample_size=m.weekly_sample_size, base_seed=m.weekly_seed, requested_at=now,
                 )
-                for r in rows
+                for agent, previous in due
             ]
-            await conn.execute(
-                "UPDATE monitor_state SET last_weekly_at = $2 WHERE agent_id = ANY($1::text[])",
-                [r["agent_id"] for r in rows], now,
-            )
+            await store.set_weekly(conn, [agent for agent, _ in due], now)
             inserted = await store.insert_jobs(conn, jobs)
         if inserted:
             self.requested += len(inserted)
