@@ -24,8 +24,9 @@ bus never delivered, and gives up on jobs that exhausted ``max_attempts``. A job
 (no endpoint, no golden set) is finished as ``failed`` with the reason; an unreachable agent is
 not a job failure: the runner reports it per case and the run's gate fails.
 
-The second subscription (group ``evalloop-evaluator-incidents``) on ``feedback.events.v1`` turns
-escalation events into golden-set candidates (seed 003 cadence: "After any escalation incident:
+The second subscription (group ``evalloop-evaluator-incidents``) on ``feedback.recorded.v1`` (the
+events the recorder accepted, ``docs/operations.md#the-recorded-stream``) turns escalation events
+into golden-set candidates (seed 003 cadence: "After any escalation incident:
 add case covering the incident scenario"); see :mod:`services.evaluator.incidents`.
 """
 
@@ -114,7 +115,7 @@ class EvaluatorService(Service):
     consumes = (
         Consumes("reeval_requested", GROUP_EVALUATOR, "on_reeval_requested", ReevalRequested,
                  100),
-        Consumes("feedback_events", GROUP_EVALUATOR_INCIDENTS, "on_feedback_events",
+        Consumes("feedback_recorded", GROUP_EVALUATOR_INCIDENTS, "on_feedback_events",
                  FeedbackEvent, 1000),
     )
     publishes = (

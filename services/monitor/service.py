@@ -1,7 +1,9 @@
 """Monitor: watches each agent's 24 h negative rate and requests re-evaluations.
 
-Consumes ``feedback.events.v1`` (group ``evalloop-monitor``); publishes ``reeval.requested.v1``
-keyed by ``agent_id`` when
+Consumes ``feedback.recorded.v1`` (group ``evalloop-monitor``): the events the recorder accepted,
+so the monitor counts exactly what the recorder stored and nothing it rejected
+(``docs/operations.md#the-recorded-stream``); publishes ``reeval.requested.v1`` keyed by
+``agent_id`` when
 
 * the negative rate over the 24 h of event time ending at the agent's newest event exceeds 2%
   with a minimum volume, once per crossing (seed 004; DESIGN.md, "Negative rate";
@@ -65,7 +67,7 @@ class MonitorService(Service):
 
     name = "monitor"
     consumes = (
-        Consumes("feedback_events", GROUP_MONITOR, "on_feedback_events", FeedbackEvent, 1000),
+        Consumes("feedback_recorded", GROUP_MONITOR, "on_feedback_events", FeedbackEvent, 1000),
     )
     publishes = (
         Publishes(
@@ -131,10 +133,10 @@ class MonitorService(Service):
     # ------------------------------------------------------------------ the handler
 
     async def on_feedback_events(self, records: list[Record]) -> None:
-        """Handle one batch of ``feedback.events.v1`` records (see the module docs).
+        """Handle one batch of ``feedback.recorded.v1`` records (see the module docs).
 
-        Records that do not decode are skipped and counted (``skipped``): the recorder sends
-        them to the dead-letter topic; the monitor only counts valid events.
+        Records that do not decode (none should: the recorder validated them) are skipped and
+        counted (``skipped``); one never stops the batch.
 
         Raises:
             StorageError: PostgreSQL failed; nothing of the batch was stored (redeliver it).

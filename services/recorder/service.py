@@ -34,6 +34,7 @@ from uuid import UUID
 from pydantic import TypeAdapter, ValidationError
 
 from evalloop.adapters.bus import Record
+from evalloop.adapters.dead_letter_store import LetterRow, insert_letters, publish_unpublished
 from evalloop.adapters.event_store import (
     VOLATILE_FIELDS,
     EventRow,
@@ -57,7 +58,7 @@ from evalloop.events import (
 )
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_RECORDER
-from services.recorder.dlq import DeadLetter, conflict_error, dlq_headers
+from services.recorder.dlq import DeadLetter, conflict_error, dlq_headers, letter_row
 
 __all__ = [
     "BatchOutcome", "RecorderService", "RecorderStats", "decode_record", "received_time",
@@ -158,6 +159,12 @@ class BatchOutcome:
     dead_letters: list[DeadLetter] = field(default_factory=list)
     cases_changed: list[NegativeCase] = field(default_factory=list)
     cases_to_publish: list[NegativeCase] = field(default_factory=list)
+    #: ``(agent_id, record bytes)`` of every event the batch holds that is stored (now or
+    #: before, with the same content), one per ``event_id``: the ``feedback.recorded.v1``
+    #: messages.
+    recorded: list[tuple[str, bytes]] = field(default_factory=list)
+    #: Dead letters stored by this batch (0 for a redelivered batch: they exist already).
+    letters_stored: int = 0
 
 
 class RecorderService(Service):
@@ -178,6 +185,9 @@ class RecorderService(Service):
                   "original bytes; reason in the x-dlq-* headers"),
         Publishes("feedback_negative", NegativeCase, "one fused negative case per negative turn "
                   "(at-least-once; key agent_id; dedupe by case_id)"),
+        Publishes("feedback_recorded", FeedbackEvent, "every event the recorder stored, once "
+                  "its transaction committed (at-least-once; key agent_id; the event's bytes "
+                  "as received; dedupe by event_id)"),
     )
 
     #: A batch is inserted in this many parts: part k+1 is decoded while the server inserts
@@ -202,6 +212,7 @@ class RecorderService(Service):
         super().__init__(deps)
         self.weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
         self.stats = RecorderStats()
+        self._letters_pending = True  # letters a previous process may have left unpublished
         batch = deps.settings.recorder.max_records
         if batch != self.consumes[0].max_records:
             # per-instance batch size (read by mount_in_process); build_app uses with_batch_size
@@ -307,7 +318,9 @@ class RecorderService(Service):
                 judged = await load_turn_events(conn, refuse | again, judged=refuse,
                                                 skip_own=True)
                 await self._store(conn, decoded, inserted, judged, outcome)
-        outcome.dead_letters.sort(key=lambda d: (d.record.partition, d.record.offset))
+            outcome.dead_letters.sort(key=lambda d: (d.record.partition, d.record.offset))
+            outcome.letters_stored = await insert_letters(
+                conn, [letter_row(d) for d in outcome.dead_letters])
         return outcome
 
     async def _decode(
@@ -365,8 +378,10 @@ class RecorderService(Service):
         unique, repeats = decoded.unique, decoded.repeats
         own: dict[TurnKey, list[FeedbackEvent]] = {}  # judged turns' events inserted now
         redelivered_turns: set[TurnKey] = set()
+        recorded = outcome.recorded
         if len(inserted) == len(unique):  # the usual first delivery: all new, none compared
             outcome.stored.extend(unique)
+            recorded.extend((i.event.agent_id, i.record.value) for i in unique.values())
             if judged:
                 for item in unique.values():
                     if item.key in judged:
@@ -382,12 +397,15 @@ class RecorderService(Service):
             error = conflict_error(str(item.event.event_id), kept, _content(item.event), fields)
             outcome.dead_letters.append(DeadLetter(item.record, error))
 
+        published: set[UUID] = set()  # ids whose accepted copy is in ``recorded``
         for item in items:
             event_id = item.event.event_id
             if event_id in conflicts:
                 conflict = conflicts[event_id]
                 reject(item, conflict.stored, conflict.fields)
                 continue
+            published.add(event_id)
+            recorded.append((item.event.agent_id, item.record.value))
             if event_id in inserted:
                 outcome.stored.append(event_id)
                 if item.key in judged:
@@ -407,6 +425,9 @@ class RecorderService(Service):
                 reject(item, kept, fields)
             else:
                 outcome.already_stored.append(event_id)
+                if items and event_id not in published:  # the stored copy, re-sent
+                    published.add(event_id)
+                    recorded.append((item.event.agent_id, item.record.value))
 
         cases = []
         for key, stored in judged.items():
@@ -425,20 +446,40 @@ class RecorderService(Service):
         ]
 
     async def publish_outcome(self, outcome: BatchOutcome) -> None:
-        """Publish a committed batch's dead letters, then its negative cases (step 4).
+        """Publish a committed batch's accepted events (``feedback.recorded.v1``), its new
+        dead letters (from the ``dead_letters`` outbox) and its negative cases (step 4).
 
         Raises:
-            BusError: the bus refused a message (the caller lets the batch be re-delivered).
+            BusError: the bus refused a message (the caller lets the batch be re-delivered;
+                letters not yet published stay in the outbox).
+            StorageError: PostgreSQL failed while marking letters published.
         """
         bus, topics = self.deps.bus, self.deps.topics
-        now = datetime.now(UTC)
-        for letter in outcome.dead_letters:
-            await bus.publish(
-                topics.feedback_dlq, letter.record.value, key=letter.record.key,
-                headers=dlq_headers(letter, now),
-            )
+        if outcome.recorded:
+            await bus.publish_batch(topics.feedback_recorded, list(outcome.recorded))
+        if outcome.letters_stored or self._letters_pending:
+            await self.flush_dead_letters()
         if outcome.cases_to_publish:
             await bus.publish_batch(
                 topics.feedback_negative,
                 [(c.agent_id, dump_event(c)) for c in outcome.cases_to_publish],
             )
+
+    async def flush_dead_letters(self) -> int:
+        """Publish every stored dead letter not yet published (oldest first) to
+        ``feedback.events.dlq.v1``; returns how many.
+
+        Raises:
+            BusError: the bus refused a letter (the rest stay in the outbox for the next try).
+            StorageError: PostgreSQL failed.
+        """
+        bus, topic = self.deps.bus, self.deps.topics.feedback_dlq
+
+        async def publish(row: LetterRow) -> None:
+            await bus.publish(topic, row.value, key=row.key,
+                              headers=dlq_headers(row, row.created_at or datetime.now(UTC)))
+
+        self._letters_pending = True
+        count = await publish_unpublished(self.deps.pool, publish)
+        self._letters_pending = False
+        return count
