@@ -1,10 +1,11 @@
 """Escalation incidents -> golden-set candidates (seed 003 cadence: "After any escalation
 incident: add case covering the incident scenario").
 
-Every ``escalation`` event on ``feedback.recorded.v1`` (accepted by the recorder) proposes one candidate to the review queue:
-the turn's question as the case input, the answer the agent gave, and "hand the conversation to
-a human" as the expected behaviour (the incident shows the scenario needs one). A reviewer
-confirms, edits or rejects it like any other candidate; confirmed, it becomes a golden-set case
+Every ``escalation`` event on ``feedback.recorded.v1`` (accepted by the recorder) proposes one
+candidate to the review queue: the turn's question as the case input, the answer the agent
+gave, and "hand the conversation to a human" as the expected behaviour (the incident shows the
+scenario needs one). A reviewer confirms, edits or rejects it like any other candidate;
+confirmed, it becomes a golden-set case
 with ``should_escalate: true``.
 
 * The candidate id is derived from the agent and the question's key (the review queue's
