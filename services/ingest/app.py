@@ -41,7 +41,7 @@ from evalloop.adapters.bus import Bus
 from evalloop.adapters.event_store import check_storable
 from evalloop.errors import BusError, FieldProblem, InvalidBatch, InvalidEvent
 from evalloop.events import BatchLimits, FeedbackEvent, dump_event, parse_events, utc_now
-from evalloop.runtime import topics_for
+from evalloop.runtime import HealthProvider, health_answer, topics_for
 from evalloop.settings import Settings
 
 __all__ = ["build_http_app", "decode_body", "dedupe_batch"]
@@ -146,16 +146,20 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
+def build_http_app(
+    settings: Settings, bus: Bus | None = None, *, health: HealthProvider | None = None
+) -> Starlette:
     """The ingest ASGI app.
 
     Args:
         settings: ``ingest`` limits, ``kafka`` connection and topic prefix.
         bus: publish through this bus (the demo's ``InProcessBus``, tests); ``None`` = a
             ``KafkaBus`` over a FastStream ``KafkaBroker`` connected in the app's lifespan.
+        health: the health of the other services of the process (``evalloop up``), reported
+            by ``/healthz`` and ``/readyz`` (``docs/operations.md#supervision``).
 
     Returns:
-        A Starlette app serving ``POST /v1/events`` and ``GET /healthz``.
+        A Starlette app serving ``POST /v1/events``, ``GET /healthz`` and ``GET /readyz``.
     """
     topic = topics_for(settings).feedback_events
     limits = settings.ingest.limits()
@@ -215,8 +219,18 @@ def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
             )
         return JSONResponse({"accepted": [str(e.event_id) for e in stamped]}, status_code=202)
 
+    def _answer(request: Request, readiness: bool) -> JSONResponse:
+        own_ready = request.app.state.bus is not None
+        if health is None and not readiness:
+            return JSONResponse({"status": "ok", "topic": topic})
+        code, body = health_answer(own_ready, health() if health else [], readiness=readiness)
+        return JSONResponse({**body, "topic": topic}, status_code=code)
+
     async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "topic": topic})
+        return _answer(request, readiness=False)
+
+    async def readyz(request: Request) -> JSONResponse:
+        return _answer(request, readiness=True)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -238,6 +252,7 @@ def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
         routes=[
             Route("/v1/events", post_events, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
         ],
         lifespan=lifespan,
     )

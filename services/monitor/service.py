@@ -79,7 +79,7 @@ class MonitorService(Service):
     def __init__(self, deps: Deps) -> None:
         """Build the trigger configuration and the signal classifier from ``deps.settings``.
 
-        ``deps.extras["clock"]`` (a ``() -> datetime`` UTC) may replace the wall clock used
+        ``deps.clock`` (a ``() -> datetime`` UTC) may replace the wall clock used
         for ``requested_at`` and the weekly schedule (tests, replays).
 
         Raises:
@@ -95,7 +95,7 @@ class MonitorService(Service):
         AgentWindow(window_s=m.window_s, bucket_s=m.bucket_s)  # validates the sizes now
         weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
         self._weights = weights
-        self.clock: Callable[[], datetime] = deps.extras.get("clock", utc_now)
+        self.clock: Callable[[], datetime] = deps.clock or utc_now
         self._windows: dict[str, tuple[int, AgentWindow]] = {}
         self._outbox_lock = asyncio.Lock()
         self._outbox_dirty = True

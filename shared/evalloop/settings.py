@@ -199,7 +199,9 @@ class EvaluatorSettings(BaseModel):
     claimed for ``lease_s``; the worker heartbeats every ``heartbeat_s``; the sweep runs every
     ``sweep_interval_s`` and picks up ``requested`` jobs older than ``request_grace_s`` and
     ``running`` jobs whose heartbeat is older than ``lease_s``; a job is given up after
-    ``max_attempts`` claims. ``max_parallel_jobs``: jobs one evaluator process runs at once.
+    ``max_attempts`` claims. ``max_parallel_jobs``: jobs one evaluator process runs at once;
+    ``drain_s``: on stop, how long jobs in flight may run on before they are released
+    (``docs/operations.md#supervision``).
     """
 
     concurrency: int = 8
@@ -214,6 +216,10 @@ class EvaluatorSettings(BaseModel):
     request_grace_s: float = Field(30.0, ge=0)
     max_attempts: int = Field(3, ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
+    drain_s: float = Field(
+        30.0, ge=0,
+        description="on stop, seconds in-flight jobs get to finish before they are released",
+    )
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> EvaluatorSettings:

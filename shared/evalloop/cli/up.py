@@ -26,7 +26,7 @@ from typing import Annotated, Any
 import typer
 
 from evalloop.adapters.kafka import ensure_topics
-from evalloop.runtime import topics_for
+from evalloop.runtime import HealthProvider, topics_for
 from evalloop.settings import Settings
 
 __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
@@ -58,8 +58,13 @@ def available_services() -> list[str]:
     return found
 
 
-def load_service(name: str, settings: Settings) -> ServiceApp:
+def load_service(
+    name: str, settings: Settings, *, health: HealthProvider | None = None
+) -> ServiceApp:
     """Import ``services.<name>.app`` and build its app from ``settings`` (nothing connects).
+
+    ``health`` (the other services' health) is given to the HTTP app, whose ``/healthz`` and
+    ``/readyz`` then report every service of the process.
 
     Raises:
         typer.BadParameter: ``name`` is not a known service or its module is missing.
@@ -75,7 +80,7 @@ def load_service(name: str, settings: Settings) -> ServiceApp:
             f"service {name!r}: module services.{name}.app is missing"
         ) from exc
     if name in _HTTP:
-        return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings))
+        return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings, health=health))
     return ServiceApp(name, "stream", module.build_app(settings))
 
 
@@ -139,7 +144,18 @@ async def run_services(
         ExceptionGroup: a service failed; the others were stopped first.
     """
     stop = stop or asyncio.Event()
-    apps = [load_service(n, settings) for n in names]
+    apps: list[ServiceApp] = []
+
+    def process_health() -> list[dict[str, Any]]:
+        out = []
+        for a in apps:
+            service = a.app.evalloop_service() if a.kind == "stream" else None
+            out.append(service.health() if service is not None else
+                       {"service": a.name, "status": "ok" if a.kind == "http" else "starting",
+                        "ready": a.kind == "http", "loops": []})
+        return [h for h in out if h["service"] != "ingest"]
+
+    apps.extend(load_service(n, settings, health=process_health) for n in names)
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
