@@ -41,8 +41,8 @@ def mutated_events(draw: st.DrawFn) -> dict[str, Any]:
     event["event_type"] = draw(st.sampled_from([
         "user_rating", "agent_response", "operator_correction", "escalation",
         "safety_trigger", "conversation_outcome", "agent_changed", "unknown"]))
-    for key in draw(st.lists(st.sampled_from(sorted(VALID) + ["comment", "context_chunks",
-                                                               "score", "extra"]), max_size=4)):
+    keys = [*sorted(VALID), "comment", "context_chunks", "score", "extra"]
+    for key in draw(st.lists(st.sampled_from(keys), max_size=4)):
         if draw(st.booleans()):
             event[key] = draw(json_values)
         else:
