@@ -237,16 +237,17 @@ def build_http_app(
         if bus is not None:
             yield
             return
-        from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics
+        from evalloop.adapters.kafka import KafkaBus, build_producer, ensure_topics
 
-        broker = build_broker(settings.kafka)
         await ensure_topics(settings.kafka, topics_for(settings))
-        await broker.connect()
-        app.state.bus = KafkaBus(broker)
+        producer = build_producer(settings.kafka)
+        await producer.start()
+        app.state.bus = KafkaBus(producer=producer)
         try:
             yield
         finally:
-            await broker.stop()
+            app.state.bus = None
+            await producer.stop()
 
     app = Starlette(
         routes=[

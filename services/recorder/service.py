@@ -46,7 +46,7 @@ from evalloop.adapters.event_store import (
     upsert_negative_cases,
 )
 from evalloop.core.fusion import FusionWeights, TurnKey, fuse
-from evalloop.errors import InvalidEvent
+from evalloop.errors import BusError, InvalidEvent, StorageError
 from evalloop.events import (
     EARLIEST_EVENT_TIME,
     MAX_EVENT_BYTES,
@@ -62,6 +62,7 @@ from services.recorder.dlq import DeadLetter, conflict_error, dlq_headers, lette
 
 __all__ = [
     "BatchOutcome", "RecorderService", "RecorderStats", "decode_record", "received_time",
+    "tune_gc",
 ]
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,22 @@ def received_time(record: Record) -> datetime:
     if record.timestamp_ms is None:
         return datetime.now(UTC)
     return datetime.fromtimestamp(record.timestamp_ms / 1000, UTC)
+
+
+def tune_gc(gen0_threshold: int) -> bool:
+    """Tune the process's cyclic garbage collector for a recorder running alone
+    (``docs/operations.md#process-wide-settings``): raise the young-generation threshold to
+    ``gen0_threshold`` (never lower it) and move every object alive now (modules, pydantic
+    schemas, clients: the start-up state) to the permanent generation (``gc.freeze``), so full
+    collections do not traverse them again and again. They are still freed by reference
+    counting; only cycles among them are never collected (CPython's advice for long-running
+    servers). Returns ``True`` (the caller unfreezes on stop).
+    """
+    gen0, gen1, gen2 = gc.get_threshold()
+    if gen0 < gen0_threshold:
+        gc.set_threshold(gen0_threshold, gen1, gen2)
+    gc.freeze()
+    return True
 
 
 class _Item(NamedTuple):
@@ -204,7 +221,8 @@ class RecorderService(Service):
     #: reference counting, and keeps a batch's worth alive: at 700 the collector ran every few
     #: records and doubled the decode cost. Handler CPU per record, measured on 2 cores:
     #: ~50 us at 700, ~28 us at 20,000, ~24 us at 100,000 (= with the collector off).
-    #: Process-wide; cyclic garbage is still collected, only less often.
+    #: Process-wide (hence opt-in: ``settings.recorder.process_gc``); cyclic garbage is still
+    #: collected, only less often.
     GC_GEN0_THRESHOLD: ClassVar[int] = 100_000
 
     def __init__(self, deps: Deps) -> None:
@@ -213,29 +231,31 @@ class RecorderService(Service):
         self.weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
         self.stats = RecorderStats()
         self._letters_pending = True  # letters a previous process may have left unpublished
+        self._gc_tuned = False
         batch = deps.settings.recorder.max_records
         if batch != self.consumes[0].max_records:
             # per-instance batch size (read by mount_in_process); build_app uses with_batch_size
             self.consumes = (replace(self.consumes[0], max_records=batch),)  # type: ignore[misc]
 
     async def start(self) -> None:
-        """Raise the cyclic GC's young-generation threshold to :attr:`GC_GEN0_THRESHOLD`
-        (never lowers it: another service of the process may have raised it further), and
-        move every object alive now (modules, pydantic schemas, clients: the process's
-        start-up state) to the collector's permanent generation (``gc.freeze``), so that a
-        full collection does not traverse them again and again. They are still freed by
-        reference counting; only cycles among them are never collected (CPython's advice for
-        long-running servers)."""
-        gen0, gen1, gen2 = gc.get_threshold()
-        if gen0 < self.GC_GEN0_THRESHOLD:
-            gc.set_threshold(self.GC_GEN0_THRESHOLD, gen1, gen2)
-        gc.freeze()
+        """Re-publish dead letters a previous process left unpublished; with
+        ``settings.recorder.process_gc`` (a process running the recorder alone), tune the
+        process's garbage collector (:func:`tune_gc`)."""
+        if self.deps.settings.recorder.process_gc:
+            self._gc_tuned = tune_gc(self.GC_GEN0_THRESHOLD)
+        try:
+            await self.flush_dead_letters()
+        except (BusError, StorageError):
+            log.exception("recorder: re-publishing dead letters failed; retrying after the "
+                          "next batch")
 
     async def stop(self) -> None:
-        """Hand the frozen start-up objects back to the collector (``gc.unfreeze``), so that a
-        process that goes on after the recorder (the demo, tests) or exits collects them as
-        usual; without it, native extensions report them as leaked at exit."""
-        gc.unfreeze()
+        """Hand the frozen start-up objects back to the collector if :meth:`start` froze them
+        (``gc.unfreeze``), so that a process that goes on after the recorder or exits collects
+        them as usual; without it, native extensions report them as leaked at exit."""
+        if self._gc_tuned:
+            gc.unfreeze()
+            self._gc_tuned = False
         await super().stop()
 
     @classmethod

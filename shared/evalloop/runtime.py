@@ -326,7 +326,13 @@ def build_faststream_app(
     """
     from faststream import AsyncAPI, FastStream
 
-    from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics, subscribe_batch
+    from evalloop.adapters.kafka import (
+        KafkaBus,
+        build_broker,
+        build_producer,
+        ensure_topics,
+        subscribe_batch,
+    )
     from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
 
     topics = topics_for(settings)
@@ -361,14 +367,17 @@ def build_faststream_app(
         pool = await connect_pool(
             dsn, min_size=settings.postgres.pool_min, max_size=settings.postgres.pool_max
         )
+        producer = build_producer(settings.kafka)
         try:
+            await producer.start()
             deps = Deps(
-                settings=settings, pool=pool, bus=KafkaBus(broker), topics=topics,
-                extras=extras(settings) if extras else {},
+                settings=settings, pool=pool, bus=KafkaBus(broker, producer=producer),
+                topics=topics, extras=extras(settings) if extras else {},
             )
             holder["service"] = service_cls(deps)
             yield
         finally:
+            await producer.stop()
             await pool.close()
 
     # The lifespan is entered before the broker connects and left after it disconnected, so the

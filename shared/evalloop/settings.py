@@ -72,10 +72,17 @@ class IngestSettings(BaseModel):
 
 
 class RecorderSettings(BaseModel):
-    """Recorder batching: ``max_records`` per poll, ``max_wait_s`` seconds to fill a batch."""
+    """Recorder batching: ``max_records`` per poll, ``max_wait_s`` seconds to fill a batch.
+
+    ``process_gc``: let the recorder tune the process's cyclic garbage collector (a higher
+    young-generation threshold and ``gc.freeze`` of the start-up objects: about half the
+    per-record CPU, ``docs/operations.md#process-wide-settings``). Process-wide, so only for a
+    process that runs the recorder alone; ``evalloop up`` with several services ignores it.
+    """
 
     max_records: int = 5000
     max_wait_s: float = 0.2
+    process_gc: bool = False
 
 
 class FusionSettings(BaseModel):

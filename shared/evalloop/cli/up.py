@@ -144,6 +144,12 @@ async def run_services(
         ExceptionGroup: a service failed; the others were stopped first.
     """
     stop = stop or asyncio.Event()
+    if settings.recorder.process_gc and len(names) > 1:
+        # process-wide GC changes by one service would hit the others of this process
+        log.warning("evalloop up: recorder.process_gc ignored: %d services share this process",
+                    len(names))
+        settings = settings.model_copy(update={
+            "recorder": settings.recorder.model_copy(update={"process_gc": False})})
     apps: list[ServiceApp] = []
 
     def process_health() -> list[dict[str, Any]]:
