@@ -49,6 +49,7 @@ __all__ = [
     "set_weekly",
     "storage_errors",
     "transaction",
+    "turns_in_bucket",
     "unpublished_jobs",
     "upsert_turns",
 ]
@@ -177,6 +178,20 @@ async def save_states(conn: asyncpg.Connection, states: Iterable[AgentState]) ->
 # --------------------------------------------------------------------------- turns and buckets
 
 
+_TURN_COLUMNS = "t.agent_id, t.conversation_id, t.turn_id, t.served_bucket, t.signal_bucket," \
+    " t.negative, t.served_at, t.signal_at"
+
+
+def _turns(rows: Iterable[Any]) -> dict[TurnKey, TurnFlags]:
+    return {
+        (r["agent_id"], r["conversation_id"], r["turn_id"]): TurnFlags(
+            served_bucket=r["served_bucket"], signal_bucket=r["signal_bucket"],
+            negative=r["negative"], served_at=r["served_at"], signal_at=r["signal_at"],
+        )
+        for r in rows
+    }
+
+
 async def fetch_turns(
     conn: asyncpg.Connection, keys: Iterable[TurnKey]
 ) -> dict[TurnKey, TurnFlags]:
@@ -185,45 +200,56 @@ async def fetch_turns(
     if not ks:
         return {}
     rows = await conn.fetch(
-        """
-        SELECT t.agent_id, t.conversation_id, t.turn_id, t.served_bucket, t.signal_bucket,
-               t.negative
+        f"""
+        SELECT {_TURN_COLUMNS}
         FROM monitor_turns t
         JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(a, c, u)
           ON t.agent_id = k.a AND t.conversation_id = k.c AND t.turn_id = k.u
         """,
         [k[0] for k in ks], [k[1] for k in ks], [k[2] for k in ks],
     )
-    return {
-        (r["agent_id"], r["conversation_id"], r["turn_id"]): TurnFlags(
-            served_bucket=r["served_bucket"], signal_bucket=r["signal_bucket"],
-            negative=r["negative"],
-        )
-        for r in rows
-    }
+    return _turns(rows)
+
+
+async def turns_in_bucket(
+    conn: asyncpg.Connection, agent_id: str, bucket: datetime
+) -> dict[TurnKey, TurnFlags]:
+    """Stored flags of every turn of ``agent_id`` counted in ``bucket`` (the window's edge
+    bucket, read turn by turn: ``docs/operations.md#the-window``)."""
+    rows = await conn.fetch(
+        f"SELECT {_TURN_COLUMNS} FROM monitor_turns t"
+        " WHERE t.agent_id = $1 AND t.bucket_start = $2",
+        agent_id, bucket,
+    )
+    return _turns(rows)
 
 
 async def upsert_turns(conn: asyncpg.Connection, turns: Mapping[TurnKey, TurnFlags]) -> None:
-    """Store turn flags; on conflict keep the earliest buckets and OR ``negative`` (idempotent:
-    the stored row never loses what it knew)."""
+    """Store turn flags; on conflict keep the earliest buckets and times and OR ``negative``
+    (idempotent: the stored row never loses what it knew)."""
     if not turns:
         return
     items = list(turns.items())
     await conn.execute(
         """
         INSERT INTO monitor_turns AS t
-            (agent_id, conversation_id, turn_id, served_bucket, signal_bucket, negative)
+            (agent_id, conversation_id, turn_id, served_bucket, signal_bucket, negative,
+             served_at, signal_at)
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[],
-                             $5::timestamptz[], $6::bool[])
+                             $5::timestamptz[], $6::bool[], $7::timestamptz[],
+                             $8::timestamptz[])
         ON CONFLICT (agent_id, conversation_id, turn_id) DO UPDATE SET
             served_bucket = LEAST(t.served_bucket, EXCLUDED.served_bucket),
             signal_bucket = LEAST(t.signal_bucket, EXCLUDED.signal_bucket),
             negative = t.negative OR EXCLUDED.negative,
+            served_at = LEAST(t.served_at, EXCLUDED.served_at),
+            signal_at = LEAST(t.signal_at, EXCLUDED.signal_at),
             updated_at = now()
         """,
         [k[0] for k, _ in items], [k[1] for k, _ in items], [k[2] for k, _ in items],
         [f.served_bucket for _, f in items], [f.signal_bucket for _, f in items],
-        [f.negative for _, f in items],
+        [f.negative for _, f in items], [f.served_at for _, f in items],
+        [f.signal_at for _, f in items],
     )
 
 
