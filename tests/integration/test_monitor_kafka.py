@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 from faststream import TestApp
+from kafka_lag import wait_caught_up
 
 from evalloop.adapters.bus import Record
 from evalloop.adapters.kafka import KafkaBus, build_broker, subscribe_batch
 from evalloop.events import AgentResponse, ReevalRequested, UserRating, dump_event
 from evalloop.settings import MonitorSettings, Settings
-from evalloop.topics import Topics
+from evalloop.topics import GROUP_MONITOR, Topics
 from services.monitor.app import build_app
 
 WAIT_S = 90.0  # bound on delivery on a loaded 2-core machine (not a timing assertion)
@@ -35,7 +36,8 @@ async def test_crossing_over_kafka_publishes_one_request(
         arrived.set()
 
     listener = build_broker(cfg.kafka)
-    subscribe_batch(listener, topics.reeval_requested, f"g-{uuid.uuid4().hex}", collect)
+    group = f"g-{uuid.uuid4().hex}"
+    subscribe_batch(listener, topics.reeval_requested, group, collect)
     producer = build_broker(cfg.kafka)
     async with TestApp(build_app(cfg)):
         await listener.start()
@@ -62,7 +64,12 @@ async def test_crossing_over_kafka_publishes_one_request(
                         topics.feedback_recorded, [(f"agent-{k}", dump_event(rating))] * 2
                     )
             await asyncio.wait_for(arrived.wait(), WAIT_S)
-            await asyncio.sleep(2.0)  # a second (wrong) request would arrive meanwhile
+            # no second (wrong) request: the monitor handled every event, and the listener
+            # consumed every request it published
+            await wait_caught_up(cfg.kafka.bootstrap, [
+                (topics.feedback_recorded, [GROUP_MONITOR]),
+                (topics.reeval_requested, [group]),
+            ], WAIT_S)
         finally:
             await producer.stop()
             await listener.stop()

@@ -41,8 +41,10 @@ __all__ = [
     "TurnFlags",
     "TurnKey",
     "TurnLedger",
+    "WindowReplay",
     "WindowReport",
     "bucket_start",
+
     "rolling_reports",
     "turn_flags",
     "wilson_interval",
@@ -529,6 +531,42 @@ class AgentWindow:
         if bounds is None:
             return None
         return WindowReport.of(bounds[0], bounds[1], self._totals)
+
+
+class WindowReplay:
+    """The monitor's window arithmetic over a whole input, in memory (a pure replay:
+    benchmarks and tests predict the monitor's decisions with it). Where the monitor reads an
+    edge bucket's turns from PostgreSQL, the replay takes them from its own ledger.
+
+    Attributes:
+        ledger: every turn seen, with its flags (``ledger.current``).
+        windows: one :class:`AgentWindow` per agent.
+    """
+
+    def __init__(self, *, window_s: int, bucket_s: int) -> None:
+        """Start empty; ``window_s`` / ``bucket_s`` as for :class:`AgentWindow`."""
+        self.window_s, self.bucket_s = window_s, bucket_s
+        self.ledger = TurnLedger(previous={})
+        self.windows: dict[str, AgentWindow] = {}
+        self._by_bucket: dict[tuple[str, datetime], set[TurnKey]] = {}
+
+    def observe(self, key: TurnKey, flags: TurnFlags, at: datetime) -> AgentWindow:
+        """Fold one event at time ``at`` into its agent's window, as the monitor does; return
+        the window."""
+        agent = key[0]
+        w = self.windows.get(agent)
+        if w is None:
+            w = self.windows[agent] = AgentWindow(window_s=self.window_s, bucket_s=self.bucket_s)
+        w.advance(at)
+        edge = w.edge_needed
+        if edge is not None:
+            current = self.ledger.current
+            turns = (current[k] for k in self._by_bucket.get((agent, edge), ()))
+            w.set_edge(edge, [(f.time, f.counts()) for f in turns if f.bucket == edge])
+        for c in self.ledger.observe_exact(key, flags):
+            w.add(*c)
+            self._by_bucket.setdefault((agent, c.bucket), set()).add(key)
+        return w
 
 
 def rolling_reports(
