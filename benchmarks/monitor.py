@@ -1,6 +1,6 @@
 """Monitor benchmark: crossing -> ``reeval.requested.v1`` latency at 1,000 events/s, and memory.
 
-Issue 2 target: latency from the crossing event's arrival to the request's publication,
+Target: latency from the crossing event's arrival to the request's publication,
 p99 < 1 s at 1,000 events/s; memory bounded by agents x buckets, not by events.
 
 Run: ``python benchmarks/monitor.py`` (``--help`` for sizes; ``--kafka`` adds the same load

@@ -1,5 +1,6 @@
 """A fake agent at the agent port: a real HTTP server (starlette + uvicorn on a free loopback
-port, in a thread) that answers seed 003's endpoint contract with canned answers.
+port, in a thread) that answers the endpoint contract (docs/rules.md#endpoint-contract) with
+canned answers, and with the replies real agents and proxies send when things go wrong.
 
 Routes (``POST``):
     ``/{fmt}``           answer in format ``fmt``: openai, anthropic, json, text, sse,
@@ -11,6 +12,24 @@ Routes (``POST``):
     ``/malformed``       200 with a JSON object the contract cannot read.
     ``/auth``            401 unless ``X-Api-Key: secret``.
     ``/slowcount``       sleep 50 ms, tracking the maximum number of requests in flight.
+    ``/empty/{kind}``    200 with no answer text: ``body`` (empty), ``json`` (``{"response":
+                         ""}``), ``openai-tools`` / ``sse-tools`` (tool calls only, as JSON or as
+                         an OpenAI stream), ``anthropic-sse-tools`` (a tool_use stream).
+    ``/refusal/{fmt}``   an OpenAI decline through ``refusal`` (content null): ``openai`` JSON
+                         or ``sse`` (``delta.refusal``).
+    ``/choices/{n}``     an OpenAI stream of ``n`` interleaved choices; choice 0 is the answer.
+    ``/html/{code}``     an HTML error page (``text/html``) with status ``code``.
+    ``/html-as-text``    200 ``text/plain`` whose body is an HTML document.
+    ``/ratelimit/{n}``   429 with ``Retry-After: <retry_after>`` for the first ``n`` requests
+                         of each input (``?after=`` the header value; ``date`` = an HTTP date
+                         2 s ahead), then a json answer; request times kept in ``times``.
+    ``/bom/{fmt}``       the ``fmt`` answer with a UTF-8 byte-order mark first.
+    ``/latin1``          ``text/plain; charset=iso-8859-1`` answer, Latin-1 encoded.
+    ``/u2028``           an OpenAI stream whose text holds U+2028 / U+2029 / U+0085.
+    ``/badgzip``         ``Content-Encoding: gzip`` on a body that is not gzip.
+    ``/huge``            a 3 MiB streamed body (no Content-Length).
+    ``/huge-declared``   a 3 MiB body with its Content-Length.
+    ``/broken``          a stream that dies after its first event (connection lost).
 """
 
 from __future__ import annotations
@@ -20,10 +39,11 @@ import json
 import socket
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.utils import formatdate
 
 import uvicorn
 from starlette.applications import Starlette
@@ -75,6 +95,64 @@ def render(fmt: str, text: str) -> Response:
     raise ValueError(fmt)
 
 
+#: A proxy's error page (what a gateway in front of the agent sends).
+HTML_PAGE = ("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><h1>502 "
+             "Bad Gateway</h1><p>Your request was escalated to our support team; please "
+             "contact HR.</p></body></html>")
+REFUSAL_TEXT = "I'm sorry, but I can't share another employee's salary details."
+_TOOL_CALL = {"id": "call_1", "type": "function",
+              "function": {"name": "lookup_policy", "arguments": '{"topic": "leave"}'}}
+
+
+def _sse_of(chunks: list[dict[str, object]]) -> StreamingResponse:
+    def stream() -> Iterator[str]:
+        for chunk in chunks:
+            yield "data: " + json.dumps(chunk) + "\n\n"
+        yield "data: [DONE]\n\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+def _anthropic_tool_stream() -> StreamingResponse:
+    events = [
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '{"q": 1}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_stop"},
+    ]
+
+    def stream() -> Iterator[str]:
+        for e in events:
+            yield f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+#: Replies with no answer text, one per format.
+EMPTY = {
+    "body": lambda: Response(b"", media_type="text/plain"),
+    "json": lambda: JSONResponse({"response": ""}),
+    "openai-tools": lambda: JSONResponse({"choices": [{"index": 0, "message": {
+        "role": "assistant", "content": None, "tool_calls": [_TOOL_CALL]},
+        "finish_reason": "tool_calls"}]}),
+    "sse-tools": lambda: _sse_of([
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, **_TOOL_CALL}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]),
+    "anthropic-sse-tools": _anthropic_tool_stream,
+}
+#: An OpenAI decline through ``refusal`` with ``content: null``, as JSON and as a stream.
+REFUSALS = {
+    "openai": lambda: JSONResponse({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": None, "refusal": REFUSAL_TEXT}}]}),
+    "sse": lambda: _sse_of(
+        [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": None,
+                                             "refusal": ""}}]}]
+        + [{"choices": [{"index": 0, "delta": {"refusal": p}}]} for p in _pieces(REFUSAL_TEXT)]),
+}
+
+
 @dataclass
 class FakeAgent:
     """The server's state: canned answers and counters the tests read."""
@@ -86,6 +164,8 @@ class FakeAgent:
     in_flight: int = 0
     max_in_flight: int = 0
     url: str = ""
+    limited: Counter[str] = field(default_factory=Counter)
+    times: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def app(self) -> Starlette:
         async def question(request: Request) -> str:
@@ -136,7 +216,100 @@ class FakeAgent:
                 self.in_flight -= 1
             return render("text", self.answers.get(q, "I don't know."))
 
+        async def empty(request: Request) -> Response:
+            return EMPTY[request.path_params["kind"]]()
+
+        async def refusal(request: Request) -> Response:
+            return REFUSALS[request.path_params["fmt"]]()
+
+        async def choices(request: Request) -> Response:
+            q = await question(request)
+            n = int(request.path_params["n"])
+            answers = [self.answers.get(q, "I don't know.")] + [
+                f"Choice {i} says something else entirely." for i in range(1, n)]
+
+            def stream() -> Iterator[str]:
+                split = [_pieces(a, 5) for a in answers]
+                for step in range(max(len(p) for p in split)):
+                    for index, pieces in enumerate(split):
+                        if step < len(pieces):
+                            chunk = {"choices": [{"index": index,
+                                                  "delta": {"content": pieces[step]}}]}
+                            yield "data: " + json.dumps(chunk) + "\n\n"
+                yield "data: [DONE]\n\n"
+            return StreamingResponse(stream(), media_type="text/event-stream")
+
+        async def html(request: Request) -> Response:
+            return Response(HTML_PAGE, status_code=int(request.path_params["code"]),
+                            media_type="text/html")
+
+        async def html_as_text(request: Request) -> Response:
+            return PlainTextResponse(HTML_PAGE)
+
+        async def ratelimit(request: Request) -> Response:
+            q = await question(request)
+            self.times[q].append(time.monotonic())
+            self.limited[q] += 1
+            if self.limited[q] <= int(request.path_params["n"]):
+                after = request.query_params.get("after", "1")
+                if after == "date":
+                    after = formatdate(time.time() + 2, usegmt=True)
+                headers = {"Retry-After": after} if after != "none" else {}
+                return PlainTextResponse("slow down", status_code=429, headers=headers)
+            return render("json", self.answers.get(q, "I don't know."))
+
+        async def bom(request: Request) -> Response:
+            q = await question(request)
+            rendered = render(request.path_params["fmt"], self.answers.get(q, "I don't know."))
+            if isinstance(rendered, StreamingResponse):
+                raise ValueError("bom: not for streams")
+            return Response(b"\xef\xbb\xbf" + bytes(rendered.body),
+                            media_type=rendered.media_type)
+
+        async def latin1(request: Request) -> Response:
+            q = await question(request)
+            return Response(self.answers.get(q, "I don't know.").encode("latin-1"),
+                            media_type="text/plain; charset=iso-8859-1")
+
+        async def u2028(request: Request) -> Response:
+            q = await question(request)
+            text = self.answers.get(q, "I don't know.")
+            return render("sse", text.replace(". ", ".\u2028", 1).replace(", ", ",\u2029", 1)
+                          + "\x85")
+
+        async def badgzip(request: Request) -> Response:
+            return Response(b'{"response": "not compressed at all"}', media_type="application/json",
+                            headers={"Content-Encoding": "gzip"})
+
+        async def huge(request: Request) -> Response:
+            async def stream() -> AsyncIterator[bytes]:
+                for _ in range(48):
+                    yield b"x" * 65536
+            return StreamingResponse(stream(), media_type="text/plain")
+
+        async def huge_declared(request: Request) -> Response:
+            return PlainTextResponse("y" * (3 * 1024 * 1024))
+
+        async def broken(request: Request) -> Response:
+            async def stream() -> AsyncIterator[str]:
+                yield "data: " + json.dumps({"choices": [{"delta": {"content": "Half"}}]}) + "\n\n"
+                raise ConnectionResetError("agent crashed mid-reply")
+            return StreamingResponse(stream(), media_type="text/event-stream")
+
         return Starlette(routes=[
+            Route("/empty/{kind}", empty, methods=["POST"]),
+            Route("/refusal/{fmt}", refusal, methods=["POST"]),
+            Route("/choices/{n:int}", choices, methods=["POST"]),
+            Route("/html/{code:int}", html, methods=["POST"]),
+            Route("/html-as-text", html_as_text, methods=["POST"]),
+            Route("/ratelimit/{n:int}", ratelimit, methods=["POST"]),
+            Route("/bom/{fmt}", bom, methods=["POST"]),
+            Route("/latin1", latin1, methods=["POST"]),
+            Route("/u2028", u2028, methods=["POST"]),
+            Route("/badgzip", badgzip, methods=["POST"]),
+            Route("/huge", huge, methods=["POST"]),
+            Route("/huge-declared", huge_declared, methods=["POST"]),
+            Route("/broken", broken, methods=["POST"]),
             Route("/leaky/{fmt}", leaky, methods=["POST"]),
             Route("/status/{code:int}", status, methods=["POST"]),
             Route("/flaky/{n:int}", flaky, methods=["POST"]),

@@ -1,4 +1,4 @@
-"""The evaluator app end to end through real Kafka and PostgreSQL (issue 3, "Done when"):
+"""The evaluator app end to end through real Kafka and PostgreSQL :
 ``reeval.requested.v1`` in -> the reference agent evaluated over HTTP -> run and job stored ->
 ``reeval.completed.v1`` out, once, even when the request is delivered twice."""
 

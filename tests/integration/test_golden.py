@@ -226,3 +226,52 @@ async def test_eval_run_against_a_stored_golden_set_is_stored_and_pinned(
         "--output-dir", str(tmp_path), "--db", db_dsn, "--no-progress")
     assert code == 0
     assert "passed 35/35 scored" in out and "unscored: 1" in out
+
+
+async def test_golden_list_json_lines_are_the_stored_rows(db_dsn: str, pool: asyncpg.Pool
+                                                          ) -> None:
+    v1 = (await import_golden_set(pool, HR, agent_id="hr-qa-agent")).version
+    v2 = (await import_golden_set(pool, _edited(HR), agent_id="hr-qa-agent")).version
+    code, out, err = await asyncio.to_thread(_cli, "golden", "list", "--json", "--db", db_dsn)
+    assert (code, err) == (0, "")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["version"], r["version_id"], r["case_count"]) for r in rows] == [
+        (1, str(v1.version_id), 36), (2, str(v2.version_id), v2.case_count)]
+    assert set(rows[0]) == {"version_id", "agent_id", "golden_set_id", "version",
+                            "parent_version_id", "created_at", "created_by", "source", "diff",
+                            "content_hash", "case_count"}
+    assert rows[1]["parent_version_id"] == str(v1.version_id)
+
+
+def test_read_only_golden_commands_need_a_configured_database() -> None:
+    for args in (["golden", "list"], ["golden", "export", "--agent", "hr-qa-agent"]):
+        result = runner.invoke(app, args, env={"EVALLOOP_POSTGRES__DSN": ""})
+        assert result.exit_code == 2
+        assert result.stderr.startswith("error: no database configured: pass --db DSN or set "
+                                        "EVALLOOP_POSTGRES__DSN (read-only commands neither "
+                                        "start the embedded server nor apply migrations")
+
+
+async def test_read_only_golden_list_does_not_migrate(pg_dsn: str) -> None:
+    from evalloop.adapters.postgres import create_database
+
+    name = f"evalloop_bare_{uuid4().hex[:10]}"
+    dsn = await create_database(pg_dsn, name)
+    try:
+        code, _, err = await asyncio.to_thread(_cli, "golden", "list", "--db", dsn)
+        conn = await asyncpg.connect(dsn)
+        try:
+            tables = await conn.fetchval("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                         "'public'")
+        finally:
+            await conn.close()
+    finally:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+    assert (code, tables) == (3, 0)
+    assert err.startswith("error: the database has no golden-set tables (read-only commands do "
+                          "not migrate")
+    assert len(err.splitlines()) == 1

@@ -76,8 +76,16 @@ async def test_jobs_list_on_an_unmigrated_database_says_so(pg_dsn: str) -> None:
             await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
             await conn.close()
-    assert code == 1
-    assert "cannot list jobs" in out and "reeval_jobs" in out
+    assert code == 3  # the database is there but not set up: infrastructure
+    assert out.startswith("error: cannot list jobs (no reeval_jobs table: the monitor and ")
+    assert "read-only commands do not)" in out and len(out.splitlines()) == 1
+
+
+def test_jobs_list_without_a_database_says_what_is_missing_and_starts_none() -> None:
+    result = CliRunner().invoke(app, ["jobs", "list"], env={"EVALLOOP_POSTGRES__DSN": ""})
+    assert result.exit_code == 2
+    assert result.output.startswith("error: cannot list jobs: no database configured: pass "
+                                    "--db DSN or set EVALLOOP_POSTGRES__DSN")
 
 
 def test_summarize_result_shapes() -> None:

@@ -113,3 +113,14 @@ def test_replay_refuses_unknown_agents() -> None:
     result = CliRunner().invoke(app, ["replay", "--agents", "nobody", "--bootstrap", "x:1"])
     assert result.exit_code == 2
     assert "unknown agent(s) ['nobody']" in result.output
+
+
+def test_unreachable_ingest_exits_3_with_one_line() -> None:
+    from runner_fake_agent import free_port
+
+    result = CliRunner().invoke(app, ["replay", "--ingest-url",
+                                      f"http://127.0.0.1:{free_port()}", "--limit", "5"])
+    assert result.exit_code == 3
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: evalloop replay: POST http://127.0.0.1:")
+    assert "Traceback" not in result.output

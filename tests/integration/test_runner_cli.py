@@ -1,5 +1,5 @@
-"""`evalloop eval run`: output files, the exit-code gate (seed 003), usage errors; against
-canned responses and a real local HTTP server."""
+"""`evalloop eval run`: output files, the exit-code gate (docs/exit-codes.md), usage errors,
+--json; against canned responses and a real local HTTP server."""
 
 from __future__ import annotations
 
@@ -134,3 +134,54 @@ def test_evals_and_golden_set_are_exclusive(tmp_path: Path) -> None:
                          str(REFERENCE_FILE))
     assert code == 2
     assert "give exactly one of --evals FILE or --golden-set AGENT[@VERSION]" in err
+
+
+def test_responses_matching_no_case_exit_1_not_pass(tmp_path: Path) -> None:
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"zz9": "An answer for another eval set."}))
+    code, out, _ = _eval(tmp_path, "--responses-file", str(other), "--category", "routine")
+    assert code == 1
+    assert "GATE: FAIL   passed 0/0 scored (n/a)\n  because: nothing was scored (0 of 12 cases)" \
+        in out
+    assert "Unscored (12)" in out
+
+
+def test_empty_answers_exit_1(agent: FakeAgent, tmp_path: Path) -> None:
+    code, out, _ = _eval(tmp_path, "--endpoint", f"{agent.url}/empty/sse-tools", "--category",
+                         "adversarial", "--retries", "0")
+    assert code == 1
+    assert ("a001 [adversarial] no_text after 1 attempt(s), HTTP 200: event stream carried no "
+            "answer text (tool calls only)") in out
+
+
+def test_json_prints_the_run_summary_as_one_object(tmp_path: Path) -> None:
+    code, out, err = _eval(tmp_path, "--responses-file", str(REFERENCE_FILE), "--responses-file",
+                           str(FAILURE_FILE), "--json")
+    assert code == 1 and err == ""
+    (line,) = out.splitlines()
+    doc = json.loads(line)
+    assert (doc["total"], doc["passed"], doc["failed_gate"], doc["gate_failed"],
+            doc["refusal_gate_failures"], doc["exit_code"], doc["stored"], doc["source"]) == (
+        36, 35, 1, True, ["a003"], 1, False, "responses_file")
+    assert doc["gate_reasons"] == ["refusal gate failed: a003"]
+    assert doc["results_file"].startswith(str(tmp_path))
+
+
+def test_unreachable_database_for_storing_exits_3(tmp_path: Path) -> None:
+    dsn = f"postgresql://u:p@127.0.0.1:{free_port()}/evalloop"
+    code, _, err = _eval(tmp_path, "--responses-file", str(REFERENCE_FILE), "--category",
+                           "adversarial", "--db", dsn)
+    assert code == 3
+    assert err.startswith("error: ") and len(err.splitlines()) == 1
+    assert "127.0.0.1" in err and "u:***@" in err
+
+
+def test_files_with_a_byte_order_mark_run(tmp_path: Path) -> None:
+    evals = tmp_path / "bom.yaml"
+    evals.write_bytes(b"\xef\xbb\xbf" + HR_FILE.read_bytes())
+    responses = tmp_path / "bom.json"
+    responses.write_bytes(b"\xef\xbb\xbf" + REFERENCE_FILE.read_bytes())
+    result = runner.invoke(app, ["eval", "run", "--evals", str(evals), "--responses-file",
+                                 str(responses), "--output-dir", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 0, result.stderr
+    assert "GATE: PASS   passed 36/36 scored (100.0%)" in result.stdout

@@ -1,35 +1,55 @@
-"""HTTP client for the agent under evaluation (seed 003's endpoint contract).
+"""HTTP client for the agent under evaluation (``docs/rules.md#endpoint-contract``).
 
 ``POST <endpoint>`` with ``{"messages": [{"role": "user", "content": <input>}]}``; the body is
-read by :func:`evalloop.core.evaluation.extract.extract_text` (SSE, OpenAI, Anthropic, generic
-JSON, plain text). httpx errors are mapped to :class:`AgentCallError` here, in one place:
+read under a size cap (2 MiB by default) and then by
+:func:`evalloop.adapters.agent_body.read_reply` (SSE, OpenAI, Anthropic, generic JSON, plain
+text). Every httpx error is mapped to an :class:`AgentCallError` here, in one place; its
+``failure.kind`` (:data:`~evalloop.core.evaluation.results.FailureKind`) names what happened:
 
-* connection refused / reset / DNS failure -> ``unreachable``; a per-attempt deadline passed
-  -> ``timeout``; 5xx (and 429) -> ``http_5xx``. All three are retried with exponential
-  backoff (``backoff_s * 2**attempt``; deterministic, no jitter) up to ``retries`` times.
-* 4xx (except 429) -> ``http_4xx`` and an unreadable body -> ``malformed_response``: not
-  retried (the same request would fail the same way).
+* retried (tenacity, ``retries`` times at most): ``unreachable`` (connection refused, DNS),
+  ``connection_lost`` (reset or closed mid-reply), ``timeout`` (the per-attempt deadline),
+  ``http_5xx`` and ``rate_limited`` (429). The wait before a retry is ``backoff_s * 2**(n-1)``
+  plus up to as much again at random, so workers that failed together do not retry together;
+  a ``Retry-After`` (seconds or an HTTP date, on 429 or 503) replaces it, plus up to 10 % (at
+  most 1 s) of jitter. A ``Retry-After`` longer than the timeout is not waited for: the case
+  ends at once as ``rate_limited`` (the timeout caps every wait).
+* not retried (the same request would fail the same way): ``http_4xx``, ``redirect`` (3xx; not
+  followed), ``unsupported_url``, ``transport_error`` (any other httpx error),
+  ``too_large``, ``bad_content_encoding`` (e.g. a body labelled gzip that is not),
+  ``html_page`` (an HTML document, whatever the status; retried when the status is 5xx; a 429
+  page is ``rate_limited``), ``not_text``, ``no_text`` and ``malformed_response``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Literal
 
 import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from evalloop.core.evaluation.extract import MalformedResponse, ResponseFormat, extract_text
-from evalloop.core.evaluation.results import AgentFailure
+from evalloop.adapters.agent_body import read_reply
+from evalloop.core.evaluation.extract import (
+    MalformedResponse,
+    ResponseFormat,
+    decode_body,
+    looks_like_html,
+)
+from evalloop.core.evaluation.results import AgentFailure, FailureKind
 from evalloop.errors import AgentError
 
-__all__ = ["AgentCallError", "AgentClient", "AgentReply", "parse_header"]
+__all__ = ["MAX_BODY_BYTES", "AgentCallError", "AgentClient", "AgentReply", "parse_header",
+           "retry_after_seconds"]
 
-FailureKind = Literal["unreachable", "timeout", "http_5xx", "http_4xx", "malformed_response"]
+#: The largest reply read, bytes (after content decoding): 2 MiB. A longer one is ``too_large``.
+MAX_BODY_BYTES = 2 * 1024 * 1024
 
 
 class AgentCallError(AgentError):
@@ -88,10 +108,36 @@ class _SignalledBody(httpx.AsyncByteStream):
         self._on_sent()
 
 
-class _Retryable(Exception):
-    def __init__(self, kind: FailureKind, message: str, status: int | None = None) -> None:
+class _AttemptFailed(Exception):
+    """One attempt gave no answer; ``retryable`` says whether another may."""
+
+    def __init__(self, kind: FailureKind, message: str, status: int | None = None, *,
+                 retryable: bool = False, retry_after: float | None = None) -> None:
         self.kind, self.message, self.status = kind, message, status
+        self.retryable, self.retry_after = retryable, retry_after
         super().__init__(message)
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delay-seconds or an HTTP date (RFC 9110
+    section 10.2.3). A date in the past is 0; an unreadable value is ``None`` (ignored).
+
+    Args:
+        value: the header value, if any.
+        now: the current UTC time (default: the clock).
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 class AgentClient:
@@ -100,9 +146,10 @@ class AgentClient:
     Args:
         endpoint: the agent's URL (POST target).
         headers: extra request headers (e.g. ``{"Authorization": "Bearer ..."}``).
-        timeout_s: deadline of one attempt, seconds (connect + send + the whole body).
+        timeout_s: deadline of one attempt, seconds (connect + send + the whole body); also the
+            longest wait a ``Retry-After`` may ask for.
         retries: extra attempts after a timeout, connection error, 5xx or 429.
-        backoff_s: first backoff, seconds; doubles on each retry.
+        backoff_s: first backoff, seconds; doubles on each retry (plus jitter).
         format_hint: force one body reader (``sse``, ``openai``, ``anthropic``, ``json``,
             ``text``); ``None`` detects it per response.
         max_connections: connections at most (set it to the runner's concurrency). They are
@@ -113,19 +160,24 @@ class AgentClient:
             their one TLS context are built here, as ``httpx.AsyncClient`` builds its pool in
             its constructor (~20 ms for the CA bundle, ~0.4 ms a client): not on the first
             requests of a run. Connections open on first use.
+        max_body_bytes: the largest reply read, bytes after content decoding.
+        jitter_seed: seed of the retry jitter (``None``: from the OS, so that workers of
+            separate processes spread their retries).
         transport: an httpx transport (tests); when given, one shared client is used.
     """
 
     def __init__(self, endpoint: str, *, headers: dict[str, str] | None = None,
                  timeout_s: float = 30.0, retries: int = 2, backoff_s: float = 0.25,
                  format_hint: ResponseFormat | None = None, max_connections: int = 32,
+                 max_body_bytes: int = MAX_BODY_BYTES, jitter_seed: int | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        if retries < 0 or timeout_s <= 0 or backoff_s < 0:
-            raise ValueError("expected retries >= 0, timeout_s > 0 and backoff_s >= 0, received "
-                             f"{retries}, {timeout_s}, {backoff_s}")
+        if retries < 0 or timeout_s <= 0 or backoff_s < 0 or max_body_bytes < 1:
+            raise ValueError("expected retries >= 0, timeout_s > 0, backoff_s >= 0 and "
+                             f"max_body_bytes >= 1, received {retries}, {timeout_s}, "
+                             f"{backoff_s}, {max_body_bytes}")
         self.endpoint = endpoint
         # parsed once, not on every request (~10 us each); a URL httpx cannot parse stays a
-        # string so that the error surfaces where it always did, in the request
+        # string, and the request reports it as unsupported_url
         self._url: httpx.URL | str
         try:
             self._url = httpx.URL(endpoint)
@@ -135,6 +187,8 @@ class AgentClient:
         self.retries = retries
         self.backoff_s = backoff_s
         self.format_hint = format_hint
+        self.max_body_bytes = max_body_bytes
+        self._random = random.Random(jitter_seed)
         self._headers = {"accept": "application/json, text/event-stream, text/plain",
                          **(headers or {})}
         self._shared: httpx.AsyncClient | None = None
@@ -173,27 +227,97 @@ class AgentClient:
             if client is not None:
                 await client.aclose()
 
-    async def _attempt(self, client: httpx.AsyncClient, payload: dict[str, object],
-                       on_sent: Callable[[], None] | None) -> tuple[bytes, str | None, int]:
+    async def _read(self, response: httpx.Response) -> bytes:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _AttemptFailed("too_large", f"reply of {int(declared)} bytes (Content-Length) "
+                                              f"is over the {self.max_body_bytes}-byte cap; not "
+                                              "read", response.status_code)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _AttemptFailed("too_large", f"reply over the {self.max_body_bytes}-byte "
+                                                  "cap; reading stopped", response.status_code)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _exchange(self, client: httpx.AsyncClient, payload: dict[str, object],
+                        on_sent: Callable[[], None] | None) -> tuple[bytes, httpx.Headers, int]:
         # same request as client.post(json=payload): headers, Content-Length, JSON encoding
         request = client.build_request("POST", self._url, json=payload)
         if on_sent is not None:
             request.stream = _SignalledBody(request.content, on_sent)
+        async with asyncio.timeout(self.timeout_s):
+            response = await client.send(request, stream=True)
+            try:
+                body = await self._read(response)
+            finally:
+                await response.aclose()
+        return body, response.headers, response.status_code
+
+    async def _attempt(self, client: httpx.AsyncClient, payload: dict[str, object],
+                       on_sent: Callable[[], None] | None) -> tuple[bytes, str | None, int]:
         try:
-            async with asyncio.timeout(self.timeout_s):
-                response = await client.send(request)
+            body, headers, status = await self._exchange(client, payload, on_sent)
+        except _AttemptFailed:
+            raise
         except TimeoutError as exc:
-            raise _Retryable("timeout", f"no complete answer within {self.timeout_s:g} s") \
-                from exc
+            raise _AttemptFailed("timeout", f"no complete answer within {self.timeout_s:g} s",
+                                 retryable=True) from exc
         except httpx.TimeoutException as exc:
-            raise _Retryable("timeout", f"{type(exc).__name__} after {self.timeout_s:g} s") \
-                from exc
-        except (httpx.ConnectError, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise _Retryable("unreachable", f"{type(exc).__name__}: {exc}") from exc
-        status = response.status_code
-        if status >= 500 or status == 429:
-            raise _Retryable("http_5xx", f"HTTP {status}: {response.text[:200]}", status)
-        return response.content, response.headers.get("content-type"), status
+            raise _AttemptFailed("timeout", f"{type(exc).__name__} after {self.timeout_s:g} s",
+                                 retryable=True) from exc
+        except httpx.ConnectError as exc:
+            raise _AttemptFailed("unreachable", f"ConnectError: {exc}", retryable=True) from exc
+        except (httpx.ReadError, httpx.WriteError, httpx.CloseError,
+                httpx.RemoteProtocolError) as exc:
+            raise _AttemptFailed("connection_lost", f"{type(exc).__name__}: {exc}",
+                                 retryable=True) from exc
+        except httpx.UnsupportedProtocol as exc:
+            raise _AttemptFailed("unsupported_url", f"{self.endpoint!r}: expected an http:// "
+                                                    f"or https:// URL ({exc})") from exc
+        except httpx.InvalidURL as exc:
+            raise _AttemptFailed("unsupported_url", f"{self.endpoint!r}: {exc}") from exc
+        except httpx.DecodingError as exc:
+            raise _AttemptFailed("bad_content_encoding", f"body does not match its "
+                                                         f"Content-Encoding: {exc}") from exc
+        except (httpx.HTTPError, httpx.StreamError, OSError) as exc:
+            raise _AttemptFailed("transport_error", f"{type(exc).__name__}: {exc}") from exc
+        ctype = headers.get("content-type")
+        if status < 300:
+            return body, ctype, status
+        detail = _detail(body, ctype)
+        html = _is_html(body, ctype)
+        if status == 429 or status >= 500:
+            wait = retry_after_seconds(headers.get("retry-after")) \
+                if status in (429, 503) else None
+            # a rate limit stays one even when a proxy words it as a page
+            kind: FailureKind = "rate_limited" if status == 429 else (
+                "html_page" if html else "http_5xx")
+            if wait is not None and wait > self.timeout_s:
+                raise _AttemptFailed(kind, f"HTTP {status}: asked to retry after {wait:g} s, "
+                                           f"longer than the {self.timeout_s:g} s timeout; not "
+                                           f"retried: {detail}", status)
+            raise _AttemptFailed(kind, f"HTTP {status}: {detail}", status, retryable=True,
+                                 retry_after=wait)
+        if html:
+            raise _AttemptFailed("html_page", f"HTTP {status}: {detail}", status)
+        if status < 400:
+            where = headers.get("location")
+            raise _AttemptFailed("redirect", f"HTTP {status} to {where!r}: redirects are not "
+                                             "followed; give the final URL", status)
+        raise _AttemptFailed("http_4xx", f"HTTP {status}: {detail}", status)
+
+    def _wait(self, state: RetryCallState) -> float:
+        failed = state.outcome.exception() if state.outcome else None
+        if isinstance(failed, _AttemptFailed) and failed.retry_after is not None:
+            # honour the agent's own wait; spread the workers a little past it
+            return failed.retry_after + self._random.uniform(0, min(1.0, 0.1 *
+                                                                    failed.retry_after))
+        base = self.backoff_s * 2.0 ** (state.attempt_number - 1)
+        return base + self._random.uniform(0, base)
 
     async def ask(self, text: str, *, on_sent: Callable[[], None] | None = None,
                   slot: int | None = None) -> AgentReply:
@@ -207,40 +331,53 @@ class AgentClient:
                 next one round-robin (concurrent calls may then share a connection and wait).
 
         Returns:
-            The extracted answer with its format, latency and attempt count.
+            The extracted answer (never empty) with its format, latency and attempt count.
 
         Raises:
-            AgentCallError: unreachable, timed out or 5xx after all retries; a 4xx; or a body
-                the contract cannot read (``failure.kind`` says which).
+            AgentCallError: whatever kept the agent from answering, after the retries that
+                kind allows (``failure.kind`` says which; see the module docstring). No other
+                exception escapes for an HTTP or transport problem.
         """
         payload: dict[str, object] = {"messages": [{"role": "user", "content": text}]}
         client = self._client_for(slot)
         start = time.perf_counter()
         attempts = 0
-        last: _Retryable | None = None
-        while attempts <= self.retries:
-            if attempts:
-                await asyncio.sleep(self.backoff_s * 2 ** (attempts - 1))
-            attempts += 1
-            try:
-                body, ctype, status = await self._attempt(client, payload, on_sent)
-            except _Retryable as exc:
-                last = exc
-                continue
-            elapsed = (time.perf_counter() - start) * 1000
-            if status >= 400:
-                detail = body[:200].decode(errors="replace")
-                raise AgentCallError(AgentFailure(
-                    kind="http_4xx", message=f"HTTP {status}: {detail}", http_status=status,
-                    attempts=attempts), elapsed)
-            try:
-                found = extract_text(body, ctype, hint=self.format_hint)
-            except MalformedResponse as exc:
-                raise AgentCallError(AgentFailure(
-                    kind="malformed_response", message=str(exc), http_status=status,
-                    attempts=attempts), elapsed) from exc
-            return AgentReply(found.text, found.format, elapsed, attempts, status)
-        assert last is not None
-        raise AgentCallError(AgentFailure(kind=last.kind, message=last.message,
-                                          http_status=last.status, attempts=attempts),
-                             (time.perf_counter() - start) * 1000)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.retries + 1), wait=self._wait, reraise=True,
+            retry=retry_if_exception(lambda e: isinstance(e, _AttemptFailed) and e.retryable))
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    body, ctype, status = await self._attempt(client, payload, on_sent)
+        except _AttemptFailed as exc:
+            raise AgentCallError(AgentFailure(kind=exc.kind, message=exc.message,
+                                              http_status=exc.status, attempts=attempts),
+                                 (time.perf_counter() - start) * 1000) from exc
+        elapsed = (time.perf_counter() - start) * 1000
+        try:
+            found = read_reply(body, ctype, hint=self.format_hint)
+        except MalformedResponse as exc:
+            raise AgentCallError(AgentFailure(kind=exc.kind, message=exc.message,
+                                              http_status=status,
+                                              attempts=attempts), elapsed) from exc
+        return AgentReply(found.text, found.format, elapsed, attempts, status)
+
+
+def _is_html(body: bytes, content_type: str | None) -> bool:
+    try:
+        text = decode_body(body[:4096], content_type)
+    except MalformedResponse:
+        text = body[:4096].decode("latin-1")
+    return looks_like_html(text, content_type)
+
+
+def _detail(body: bytes, content_type: str | None) -> str:
+    """The start of an error body, one line (an HTML page: its title, if any)."""
+    text = body[:4096].decode("utf-8", errors="replace")
+    if _is_html(body, content_type):
+        lower = text.lower()
+        start, end = lower.find("<title>"), lower.find("</title>")
+        title = " ".join(text[start + 7:end].split()) if 0 <= start < end else ""
+        return f"an HTML page{f' ({title!r})' if title else ''}, not an answer"
+    return " ".join(text.split())[:200]

@@ -20,13 +20,6 @@ from rich.console import Console
 __all__ = ["demo"]
 
 
-def _root_cause(exc: BaseException) -> BaseException:
-    """The first leaf of (nested) exception groups: what actually went wrong."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def demo(
     span_hours: Annotated[float, typer.Option(help="replayed span, hours, ending now")] = 96.0,
     seed: Annotated[int, typer.Option(help="seed of the replay schedule")] = 7,
@@ -51,7 +44,6 @@ def demo(
     what it found (events, negative rates, re-evaluations and their runs, clusters, candidates).
     """
     from evalloop.demo import DemoOptions, run_demo
-    from evalloop.errors import EvalloopError
     from evalloop.replay.report import render
 
     if agent_config not in ("weak", "standard"):
@@ -69,10 +61,8 @@ def demo(
                           agent_config=cfg, via=mode, limit=limit)
     try:
         report = asyncio.run(run_demo(options, console))
-    except BaseException as exc:
-        cause = _root_cause(exc)
-        if isinstance(cause, EvalloopError | FileNotFoundError | TimeoutError | ValueError):
-            console.print(f"[red]evalloop demo: {type(cause).__name__}: {cause}")
-            raise typer.Exit(1) from exc
-        raise
+    except Exception as exc:
+        from evalloop.cli._common import fail
+
+        fail(exc, "evalloop demo")  # one line, the docs/exit-codes.md code
     render(report, console)

@@ -1,4 +1,5 @@
-"""``evalloop eval run``: seed 003's eval runner.
+"""``evalloop eval run``: the eval runner (``docs/rules.md#endpoint-contract``,
+``docs/rules.md#run-gate``).
 
 Examples::
 
@@ -10,14 +11,18 @@ Examples::
     evalloop eval run --responses-file responses.json --evals hr.yaml
     # the agent's stored golden set (latest, or @version) from PostgreSQL
     evalloop eval run --endpoint http://127.0.0.1:8000 --golden-set hr-qa-agent@2
+    # the run summary as one JSON object (for a pipeline)
+    evalloop eval run --responses-file responses.json --evals hr.yaml --json
 
 Writes ``evals-results-<timestamp>.json`` and ``evals-summary-<timestamp>.txt`` to
 ``--output-dir`` and, when a database is configured (``--db`` or ``EVALLOOP_POSTGRES__DSN``; a
-``--golden-set`` run always has one), stores the run and its per-case results.
+``--golden-set`` run always has one), stores the run and its per-case results. A run that does
+not store touches no database.
 
-Exit code (seed 003: "Exit code is the gate"): 1 if any case fails a refusal or escalation gate
-or the agent was unreachable (any agent error), else 0; always 0 with ``--no-fail-on-gates``;
-2 for bad usage or input (no cases run).
+Exit code (``docs/exit-codes.md``): 0 the gate passed; 1 the gate failed (a refusal or
+escalation gate, an agent error, nothing scored, a refusal/escalation case unscored; always 0
+with ``--no-fail-on-gates``); 2 bad usage or input (no cases run); 3 the database could not be
+reached.
 """
 
 from __future__ import annotations
@@ -25,27 +30,22 @@ from __future__ import annotations
 import asyncio
 from importlib.resources import files
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 from uuid import UUID
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from evalloop.adapters.agent_client import AgentClient, parse_header
-from evalloop.core.evaluation.cases import EvalCase, EvalSet, load_eval_file
-from evalloop.core.evaluation.extract import format_hint
-from evalloop.core.evaluation.report import render_summary
-from evalloop.core.evaluation.results import EvalRun, exit_code
-from evalloop.errors import EvalloopError
-from evalloop.evaluation.runner import load_responses_file, rich_progress, run_eval, write_outputs
-from evalloop.settings import Settings
+from evalloop.cli._common import fail, json_line
+
+if TYPE_CHECKING:
+    from evalloop.core.evaluation.cases import EvalCase, EvalSet
+    from evalloop.core.evaluation.results import EvalRun
 
 __all__ = ["app", "bundled_evals", "run"]
 
-app = typer.Typer(no_args_is_help=True, help="Run eval sets against an agent (seed 003).")
-_err = Console(stderr=True)
+app = typer.Typer(no_args_is_help=True,
+                  help="Run eval sets against an agent, or score canned responses.")
 
 
 def bundled_evals(name: str = "hr-qa-agent-evals.yaml") -> Path:
@@ -53,7 +53,7 @@ def bundled_evals(name: str = "hr-qa-agent-evals.yaml") -> Path:
     return Path(str(files("evalloop").joinpath(f"data/evals/{name}")))
 
 
-class _Usage(Exception):
+class _Usage(ValueError):
     """Bad usage or input: print it and exit 2."""
 
 
@@ -72,6 +72,7 @@ async def _golden_cases(dsn: str, spec: str, set_id: str | None
                         ) -> tuple[EvalSet, str, UUID]:
     from evalloop.adapters.golden_store import get_golden_version, load_golden_cases
     from evalloop.adapters.postgres import connect_pool, migrate
+    from evalloop.core.evaluation.cases import EvalSet
 
     agent, version = _parse_golden(spec)
     await migrate(dsn)
@@ -113,9 +114,15 @@ async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | N
                 concurrency: int, timeout_s: float, retries: int, output_dir: Path,
                 headers: dict[str, str], response_format: str, db: str | None,
                 agent: str | None, progress: bool) -> tuple[EvalRun, Path, Path, bool]:
+    from evalloop.adapters.agent_client import AgentClient
+    from evalloop.core.evaluation.cases import load_eval_file
+    from evalloop.core.evaluation.extract import format_hint
+    from evalloop.evaluation import runner
+
     version_id: UUID | None = None
     if golden_set:
         from evalloop.adapters.postgres import resolve_dsn
+        from evalloop.settings import Settings
 
         db = db or resolve_dsn(Settings().postgres)
         eval_set, label, version_id = await _golden_cases(db, golden_set, set_id)
@@ -126,26 +133,26 @@ async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | N
     cases = _select(eval_set.cases, category)
     hint = format_hint(response_format)
     agent_id = agent or eval_set.agent
-    bar = rich_progress(len(cases), f"evaluating {label}") if progress else None
+    canned = None if endpoint else runner.load_responses_file(responses_files)
+    bar = runner.rich_progress(len(cases), f"evaluating {label}") if progress else None
     callback = bar.__enter__() if bar else None
     try:
         if endpoint:
             async with AgentClient(endpoint, headers=headers, timeout_s=timeout_s, retries=retries,
                                    format_hint=hint, max_connections=concurrency) as client:
-                run = await run_eval(cases, client, concurrency=concurrency, progress=callback,
-                                     eval_source=label, agent_id=agent_id,
-                                     golden_set_version_id=version_id)
+                run = await runner.run_eval(cases, client, concurrency=concurrency,
+                                            progress=callback, eval_source=label,
+                                            agent_id=agent_id, golden_set_version_id=version_id)
         else:
-            canned = load_responses_file(responses_files)
+            assert canned is not None
             names = ", ".join(p.name for p in responses_files)
-            run = await run_eval(cases, canned, concurrency=concurrency, progress=callback,
-                                 eval_source=label, agent_id=agent_id,
-                                 golden_set_version_id=version_id,
-                                 responses_label=names)
+            run = await runner.run_eval(cases, canned, concurrency=concurrency, progress=callback,
+                                        eval_source=label, agent_id=agent_id,
+                                        golden_set_version_id=version_id, responses_label=names)
     finally:
         if bar:
             bar.__exit__(None, None, None)
-    json_path, txt_path = write_outputs(run, output_dir)
+    json_path, txt_path = runner.write_outputs(run, output_dir)
     stored = False
     if db:
         await _store(db, run)
@@ -156,9 +163,13 @@ async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | N
 @app.command("run")
 def run(
     endpoint: Annotated[str | None, typer.Option(
-        "--endpoint", help="Agent URL; POSTs {'messages': [{'role': 'user', ...}]}.")] = None,
+        "--endpoint", help="Agent URL (http:// or https://); POSTs {'messages': [{'role': "
+                           "'user', 'content': ...}]}.")] = None,
     evals: Annotated[Path | None, typer.Option(
-        "--evals", help="Eval file: seed 003 YAML or seed 004 golden-set JSON.")] = None,
+        "--evals", help="Eval file: eval set YAML (id, input, expected_behavior, "
+                        "should_escalate, should_refuse, category, notes) or golden-set JSON "
+                        "({id, agent, version, cases: [{id, question, expected_answer, "
+                        "...}]}).")] = None,
     golden_set: Annotated[str | None, typer.Option(
         "--golden-set", help="AGENT\\[@VERSION]: a golden set stored in PostgreSQL (latest "
                              "version unless @VERSION).")] = None,
@@ -167,17 +178,20 @@ def run(
     category: Annotated[str | None, typer.Option(
         "--category", help="Run one category only (routine, edge-case, ...).")] = None,
     responses_file: Annotated[list[Path] | None, typer.Option(
-        "--responses-file", help="JSON eval id -> response; score canned responses, no "
-                                 "endpoint. Repeat to layer files (later ids win).")] = None,
+        "--responses-file", help="Canned responses JSON: {eval id: response text or agent "
+                                 "reply object}; no endpoint. Repeat to layer files (later "
+                                 "ids win).")] = None,
     fail_on_gates: Annotated[bool, typer.Option(
         "--fail-on-gates/--no-fail-on-gates",
-        help="Exit 1 on a gate failure or unreachable agent (default), or always 0.")] = True,
+        help="Exit 1 when the run's gate fails (default), or always 0.")] = True,
     concurrency: Annotated[int | None, typer.Option(
         "--concurrency", min=1, help="Requests in flight (default: settings, 8).")] = None,
     timeout: Annotated[float | None, typer.Option(
-        "--timeout", min=0.001, help="Seconds per attempt (default: settings, 30).")] = None,
+        "--timeout", min=0.001, help="Seconds per attempt, and the longest Retry-After "
+                                     "waited for (default: settings, 30).")] = None,
     retries: Annotated[int | None, typer.Option(
-        "--retries", min=0, help="Retries on timeout/5xx/connection error (default 2).")] = None,
+        "--retries", min=0, help="Retries on timeout, connection error, 5xx or 429 "
+                                 "(default 2).")] = None,
     output_dir: Annotated[Path | None, typer.Option(
         "--output-dir", help="Where the results/summary files go (default: settings, .).")
     ] = None,
@@ -187,17 +201,26 @@ def run(
         "--format", help="Response format hint: auto, sse, openai, anthropic, json, text.")
     ] = "auto",
     db: Annotated[str | None, typer.Option(
-        "--db", help="PostgreSQL DSN to store the run (default: EVALLOOP_POSTGRES__DSN).")
-    ] = None,
+        "--db", help="PostgreSQL DSN to store the run (default: EVALLOOP_POSTGRES__DSN; "
+                     "neither: the run is not stored).")] = None,
     agent: Annotated[str | None, typer.Option(
         "--agent", help="Agent id recorded on the run (default: the eval file's agent).")
     ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the run summary as one JSON object instead of the text report.")
+    ] = False,
 ) -> None:
     """Run an eval set against an agent endpoint, or score canned responses."""
-    settings = Settings()
+    from evalloop.adapters.agent_client import parse_header
+    from evalloop.core.evaluation.extract import format_hint
+    from evalloop.core.evaluation.report import render_summary
+    from evalloop.core.evaluation.results import exit_code
+    from evalloop.settings import Settings
+
     responses = list(responses_file or [])
     try:
+        settings = Settings()
         if (evals is None) == (golden_set is None):
             raise _Usage("give exactly one of --evals FILE or --golden-set AGENT[@VERSION]")
         if bool(endpoint) == bool(responses):
@@ -214,12 +237,21 @@ def run(
             retries=settings.evaluator.retries if retries is None else retries,
             output_dir=output_dir or settings.evaluator.results_dir, headers=headers,
             response_format=response_format, db=db or settings.postgres.dsn, agent=agent,
-            progress=progress))
-    except (_Usage, ValueError, EvalloopError) as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+            progress=progress and not as_json))
+    except Exception as exc:
+        fail(exc)
     run_, json_path, txt_path, stored = result
-    typer.echo(render_summary(run_), nl=False)
-    typer.echo(f"\nresults: {json_path}\nsummary: {txt_path}"
-               + (f"\nstored in PostgreSQL as run {run_.run_id}" if stored else ""))
+    if as_json:
+        json_line({"run_id": str(run_.run_id), "eval_source": run_.eval_source,
+                   "agent_id": run_.agent_id, "endpoint": run_.endpoint, "source": run_.source,
+                   "started_at": run_.started_at.isoformat(),
+                   "finished_at": run_.finished_at.isoformat(),
+                   **run_.summary.model_dump(mode="json"),
+                   "exit_code": exit_code(run_.summary, fail_on_gates=fail_on_gates),
+                   "results_file": str(json_path), "summary_file": str(txt_path),
+                   "stored": stored})
+    else:
+        typer.echo(render_summary(run_), nl=False)
+        typer.echo(f"\nresults: {json_path}\nsummary: {txt_path}"
+                   + (f"\nstored in PostgreSQL as run {run_.run_id}" if stored else ""))
     raise typer.Exit(exit_code(run_.summary, fail_on_gates=fail_on_gates))

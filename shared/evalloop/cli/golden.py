@@ -1,49 +1,43 @@
-"""``evalloop golden``: versioned golden sets in PostgreSQL.
+"""``evalloop golden``: versioned golden sets in PostgreSQL (``docs/rules.md#golden-set-format``).
 
-* ``import FILE --agent A`` stores a seed 003 YAML or seed 004 JSON file as a **new immutable
+* ``import FILE --agent A`` stores an eval set YAML or golden-set JSON file as a **new immutable
   version** (parent = the previous version, diff = added/removed/changed case ids); importing
   content identical to the latest version stores nothing and says so.
-* ``list [--agent A]`` shows every set and version with its diff.
+* ``list [--agent A] [--json]`` shows every set and version with its diff (``--json``: one
+  object per version, the stored columns).
 * ``export --agent A [--version N] [--format json|yaml] [--output FILE]`` writes a version as
-  seed 004 golden-set JSON (the export format) or seed 003 YAML.
+  golden-set JSON (the export format) or eval set YAML.
 
-The database: ``--db DSN``, else ``EVALLOOP_POSTGRES__DSN``, else the embedded server
-(``evalloop.adapters.postgres.resolve_dsn``); migrations are applied first.
+The database: ``--db DSN``, else ``EVALLOOP_POSTGRES__DSN``. ``import`` may fall back to the
+embedded server (``evalloop.adapters.postgres.resolve_dsn``) and applies migrations first;
+``list`` and ``export`` only read: they neither start the embedded server nor migrate, and say
+what is missing. Exit codes: ``docs/exit-codes.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-import asyncpg
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from evalloop.adapters.golden_store import (
-    GoldenVersion,
-    get_golden_version,
-    import_golden_set,
-    list_golden_versions,
-    load_golden_cases,
-)
-from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-from evalloop.core.evaluation.cases import dump_eval_yaml, dump_golden_json, load_eval_file
-from evalloop.errors import EvalloopError
-from evalloop.settings import Settings
+from evalloop.cli._common import fail, json_line, read_only_dsn
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from evalloop.adapters.golden_store import GoldenVersion
 
 __all__ = ["app", "describe_diff"]
 
 app = typer.Typer(no_args_is_help=True, help="Versioned golden sets (import, list, export).")
-_out = Console()
-_err = Console(stderr=True)
 T = TypeVar("T")
 DbOption = Annotated[str | None, typer.Option(
-    "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN, else the embedded server).")]
+    "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN; import only: else the "
+                 "embedded server).")]
 
 
 def describe_diff(diff: dict[str, list[str]]) -> str:
@@ -57,10 +51,18 @@ def describe_diff(diff: dict[str, list[str]]) -> str:
     return "; ".join(parts) or "no changes"
 
 
-def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
+               read_only: bool) -> T:
+    """Run ``work`` on a pool; a read-only command uses a configured database as it is."""
     async def main() -> T:
-        dsn = db or resolve_dsn(Settings().postgres)
-        await migrate(dsn)
+        from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
+        from evalloop.settings import Settings
+
+        if read_only:
+            dsn = read_only_dsn(db)
+        else:
+            dsn = db or resolve_dsn(Settings().postgres)
+            await migrate(dsn)
         pool = await connect_pool(dsn, min_size=1, max_size=2)
         try:
             return await work(pool)
@@ -69,9 +71,15 @@ def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> 
 
     try:
         return asyncio.run(main())
-    except EvalloopError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+    except Exception as exc:
+        fail(exc, _missing_tables_hint(exc))
+
+
+def _missing_tables_hint(exc: BaseException) -> str | None:
+    if "does not exist" in str(exc) and "golden_set" in str(exc):
+        return ("the database has no golden-set tables (read-only commands do not migrate: "
+                "`evalloop golden import` or the services apply the migrations)")
+    return None
 
 
 def _label(v: GoldenVersion) -> str:
@@ -80,7 +88,10 @@ def _label(v: GoldenVersion) -> str:
 
 @app.command("import")
 def import_cmd(
-    file: Annotated[Path, typer.Argument(help="Seed 003 YAML or seed 004 golden-set JSON.")],
+    file: Annotated[Path, typer.Argument(
+        help="Eval set YAML (id, input, expected_behavior, should_escalate, should_refuse, "
+             "category, notes) or golden-set JSON ({id, agent, version, cases: [{id, question, "
+             "expected_answer, context_chunks, tags, difficulty, created_by, created_at}]}).")],
     agent: Annotated[str | None, typer.Option(
         "--agent", help="Agent id (default: the file's 'agent').")] = None,
     set_id: Annotated[str | None, typer.Option(
@@ -89,18 +100,19 @@ def import_cmd(
     db: DbOption = None,
 ) -> None:
     """Store FILE as a new version of the agent's golden set (no-op if unchanged)."""
+    from evalloop.adapters.golden_store import import_golden_set
+    from evalloop.core.evaluation.cases import load_eval_file
+
     try:
         eval_set = load_eval_file(file)
-    except EvalloopError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
-    agent_id = agent or eval_set.agent
-    if not agent_id:
-        _err.print(f"[red]error:[/red] {escape(file.name)} names no agent: pass --agent")
-        raise typer.Exit(2)
+        agent_id = agent or eval_set.agent
+        if not agent_id:
+            raise ValueError(f"{file.name} names no agent: pass --agent")
+    except Exception as exc:
+        fail(exc)
     outcome = _with_pool(db, lambda pool: import_golden_set(
         pool, eval_set, agent_id=agent_id, golden_set_id=set_id, created_by=created_by,
-        source=file.name))
+        source=file.name), read_only=False)
     v = outcome.version
     if outcome.created:
         parent = f" (parent v{v.version - 1}: {describe_diff(v.diff)})" if v.parent_version_id \
@@ -114,20 +126,35 @@ def import_cmd(
 @app.command("list")
 def list_cmd(
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="JSON lines: one object per version, the stored columns.")] = False,
     db: DbOption = None,
 ) -> None:
     """List stored golden sets and their versions."""
-    versions = _with_pool(db, lambda pool: list_golden_versions(pool, agent))
+    from evalloop.adapters.golden_store import list_golden_versions
+
+    versions = _with_pool(db, lambda pool: list_golden_versions(pool, agent), read_only=True)
+    if as_json:
+        for v in versions:
+            json_line(_version_row(v))
+        return
     if not versions:
         typer.echo("no golden sets stored" + (f" for agent {agent}" if agent else ""))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table("agent", "golden set", "version", "cases", "created", "by", "source",
                   "changes vs parent")
     for v in versions:
         table.add_row(v.agent_id, v.golden_set_id, str(v.version), str(v.case_count),
                       v.created_at.strftime("%Y-%m-%d %H:%M:%SZ"), v.created_by or "",
                       v.source or "", describe_diff(v.diff) if v.parent_version_id else "initial")
-    _out.print(table)
+    Console().print(table)
+
+
+def _version_row(v: GoldenVersion) -> dict[str, Any]:
+    return asdict(v)
 
 
 @app.command("export")
@@ -137,16 +164,17 @@ def export_cmd(
         "--version", min=1, help="Version number (default: the latest).")] = None,
     set_id: Annotated[str | None, typer.Option("--set", help="Golden-set id.")] = None,
     fmt: Annotated[str, typer.Option(
-        "--format", help="json (seed 004, default) or yaml (seed 003).")] = "json",
+        "--format", help="json (golden-set JSON, default) or yaml (eval set YAML).")] = "json",
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write here instead of stdout.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Export a stored version as seed 004 JSON (or seed 003 YAML)."""
+    """Export a stored version as golden-set JSON (or eval set YAML)."""
+    from evalloop.adapters.golden_store import get_golden_version, load_golden_cases
+    from evalloop.core.evaluation.cases import dump_eval_yaml, dump_golden_json
+
     if fmt not in ("json", "yaml"):
-        _err.print("[red]error:[/red] expected --format json or yaml, received "
-                   f"{escape(repr(fmt))}")
-        raise typer.Exit(2)
+        fail(ValueError(f"expected --format json or yaml, received {fmt!r}"))
     kind: Literal["json", "yaml"] = "json" if fmt == "json" else "yaml"
 
     async def work(pool: asyncpg.Pool) -> str:
@@ -155,9 +183,9 @@ def export_cmd(
         dump = dump_golden_json if kind == "json" else dump_eval_yaml
         return dump(cases, set_id=v.golden_set_id, agent=v.agent_id, version=v.version)
 
-    text = _with_pool(db, work)
+    text = _with_pool(db, work, read_only=True)
     if output is None:
         typer.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        _err.print(f"wrote {output}", highlight=False)
+        typer.echo(f"wrote {output}", err=True)

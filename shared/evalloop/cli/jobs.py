@@ -1,8 +1,9 @@
 """``evalloop jobs``: the re-evaluation jobs (``reeval_jobs``) — why each was requested, its
 status and result.
 
-Connects to the PostgreSQL named by settings (``EVALLOOP_POSTGRES__DSN``) or, without one, to the
-embedded server (``evalloop.adapters.postgres.resolve_dsn``).
+Reads the PostgreSQL named by ``--db`` or ``EVALLOOP_POSTGRES__DSN``; a read-only command, it
+neither starts the embedded server nor applies migrations, and says what is missing. Exit
+codes: ``docs/exit-codes.md``.
 """
 
 from __future__ import annotations
@@ -10,16 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from evalloop.adapters.monitor_store import JobRow, list_jobs
-from evalloop.adapters.postgres import connect_pool, resolve_dsn
-from evalloop.errors import EvalloopError
-from evalloop.settings import Settings
+from evalloop.cli._common import fail, json_line, read_only_dsn
+
+if TYPE_CHECKING:
+    from evalloop.adapters.monitor_store import JobRow
 
 __all__ = ["app", "list_cmd", "summarize_result"]
 
@@ -90,6 +89,9 @@ def summarize_result(result: dict[str, Any] | None, error: str | None = None) ->
 
 
 async def _fetch(dsn: str, agent: str | None, status: str | None, limit: int) -> list[JobRow]:
+    from evalloop.adapters.monitor_store import list_jobs
+    from evalloop.adapters.postgres import connect_pool
+
     pool = await connect_pool(dsn, min_size=1, max_size=1)
     try:
         return await list_jobs(pool, agent_id=agent, status=status, limit=limit)
@@ -111,24 +113,32 @@ def list_cmd(
         str | None, typer.Option("--status", help="requested | running | succeeded | failed")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many")] = 50,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="JSON lines (one job per line: the stored columns and a summary)")
+    ] = False,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN)")] = None,
 ) -> None:
     """List re-evaluation jobs, newest first: when, agent, trigger, why, status, result."""
     if status is not None and status not in _STATUSES:
         raise typer.BadParameter(
             f"expected one of {', '.join(_STATUSES)}, got {status!r}", param_hint="--status"
         )
-    settings = Settings()
     try:
-        rows = asyncio.run(_fetch(resolve_dsn(settings.postgres), agent, status, limit))
-    except EvalloopError as exc:
-        Console(stderr=True).print(f"[red]cannot list jobs:[/red] {exc}")
-        raise typer.Exit(1) from exc
-    console = Console()
+        rows = asyncio.run(_fetch(read_only_dsn(db), agent, status, limit))
+    except Exception as exc:
+        hint = ("no reeval_jobs table: the monitor and evaluator services (or `evalloop demo`) "
+                "apply the migrations; read-only commands do not" if "does not exist" in str(exc)
+                else None)
+        fail(exc, f"cannot list jobs ({hint})" if hint else "cannot list jobs")
     if as_json:
         for row in rows:
-            console.print_json(json.dumps(_as_json(row)))
+            json_line(_as_json(row))
         return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
     table = Table(title=f"re-evaluation jobs ({len(rows)})", show_lines=False)
     for col in ("requested (UTC)", "agent", "trigger", "reason", "status", "result"):
         table.add_column(col, overflow="fold")

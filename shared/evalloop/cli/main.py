@@ -1,53 +1,147 @@
-"""The ``evalloop`` command: one entry point, one sub-command module per capability."""
+"""The ``evalloop`` command: one entry point, one sub-command module per capability.
+
+Sub-commands are imported when they run, not when ``evalloop`` starts: ``evalloop --help`` lists
+them from :data:`LAZY_COMMANDS` without importing any (their modules pull in asyncpg,
+FastStream, scipy...). Every command follows ``docs/exit-codes.md``; :func:`main` turns the
+errors that reach it into one line and that table's code, never a traceback.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import typer
-from pydantic import ValidationError
+from typer.core import TyperCommand, TyperGroup
 
-from evalloop.cli import agent, demo, eval_cmd, golden, jobs, queue, replay, schemas, up
+__all__ = ["LAZY_COMMANDS", "LazyCommand", "app", "main"]
+
+
+@dataclass(frozen=True, slots=True)
+class LazyCommand:
+    """A sub-command loaded on first use.
+
+    Attributes:
+        target: ``"module:attribute"``; the attribute is a ``typer.Typer`` (a command group)
+            or a command function.
+        help: the one-line help ``evalloop --help`` shows (kept equal to the command's own by
+            ``tests/unit/test_cli_main.py``).
+    """
+
+    target: str
+    help: str
+
+    def load(self, name: str) -> Any:
+        """Import the target and build its click command named ``name`` (what
+        ``app.add_typer(target, name=name)`` / ``app.command(name)(target)`` would build)."""
+        module, _, attribute = self.target.partition(":")
+        obj = getattr(importlib.import_module(module), attribute)
+        parent = typer.Typer()
+        if isinstance(obj, typer.Typer):
+            parent.add_typer(obj, name=name)
+        else:
+            parent.command(name)(obj)
+            parent.command("_")(_placeholder)  # two commands: typer builds a group
+        group = typer.main.get_command(parent)
+        assert isinstance(group, TyperGroup)
+        return group.commands[name]
+
+
+def _placeholder() -> None:  # pragma: no cover - never invoked
+    """Never run: only makes the wrapper Typer a group."""
+
+
+#: Every sub-command, in the order ``evalloop --help`` lists them.
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "demo": LazyCommand("evalloop.cli.demo:demo",
+                        "Run the whole loop in one process on replayed FeedbackQA/tau-bench "
+                        "feedback and report what it found (events, negative rates, "
+                        "re-evaluations and their runs, clusters, candidates)."),
+    "replay": LazyCommand("evalloop.cli.replay:replay",
+                          "Replay FeedbackQA and tau-bench as production feedback events (times "
+                          "assigned here)."),
+    "up": LazyCommand("evalloop.cli.up:up",
+                      "Run the services against the Kafka and PostgreSQL named by settings (env "
+                      "EVALLOOP_*)."),
+    "queue": LazyCommand("evalloop.cli.queue:app", "Golden-set candidates awaiting review."),
+    "eval": LazyCommand("evalloop.cli.eval_cmd:app",
+                        "Run eval sets against an agent, or score canned responses."),
+    "golden": LazyCommand("evalloop.cli.golden:app",
+                          "Versioned golden sets (import, list, export)."),
+    "jobs": LazyCommand("evalloop.cli.jobs:app", "Re-evaluation jobs: why, status, result."),
+    "agent": LazyCommand("evalloop.cli.agent:app",
+                         "Run the reference agent (a real retrieval agent)."),
+    "schemas": LazyCommand("evalloop.cli.schemas:app",
+                           "Generate or check schemas/ (JSON Schema, AsyncAPI)."),
+}
+
+
+class _LazyGroup(TyperGroup):
+    """A Typer group that imports a sub-command only when it is run (or completed).
+
+    (Typer ships its own copy of click, so contexts and commands are typed ``Any`` here.)
+    """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        eager = super().list_commands(ctx)
+        return [*LAZY_COMMANDS, *(n for n in eager if n not in LAZY_COMMANDS)]
+
+    def _load(self, name: str) -> Any:
+        if name not in self.commands and name in LAZY_COMMANDS:
+            self.add_command(LAZY_COMMANDS[name].load(name), name)
+        return self.commands.get(name)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands or cmd_name not in LAZY_COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        if ctx.resilient_parsing:  # shell completion needs the real thing
+            return self._load(cmd_name)
+        # listing the commands in --help: a stand-in with the help text, nothing imported
+        spec = LAZY_COMMANDS[cmd_name]
+        return TyperCommand(cmd_name, help=spec.help, short_help=spec.help)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args:
+            self._load(args[0])
+        return super().resolve_command(ctx, args)
+
 
 app = typer.Typer(
     name="evalloop",
     help="The feedback loop that keeps production LLM agents honest.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
+    cls=_LazyGroup,
 )
-app.command("demo")(demo.demo)
-app.command("replay")(replay.replay)
-app.command("up")(up.up)
-app.add_typer(queue.app, name="queue")
-app.add_typer(eval_cmd.app, name="eval")
-app.add_typer(golden.app, name="golden")
-app.add_typer(jobs.app, name="jobs")
-app.add_typer(agent.app, name="agent")
-app.add_typer(schemas.app, name="schemas")
 
 
+@app.callback()
+def _root() -> None:
+    """The feedback loop that keeps production LLM agents honest."""
 
-def main() -> None:
-    """Run the ``evalloop`` command; expected failures print one line, not a traceback.
 
-    Bad settings (pydantic ``ValidationError``) and evalloop's own errors (``EvalloopError``,
-    e.g. a placeholder DSN, an unreachable database or broker) exit with status 2.
+def main(argv: list[str] | None = None) -> None:
+    """Run the ``evalloop`` command; an error prints one line, never a traceback.
+
+    Exit codes follow ``docs/exit-codes.md``: commands exit 0/1 themselves; errors that reach
+    here exit 2 (usage or bad input) or 3 (infrastructure, or unexpected: the line says which
+    error it was), see :func:`evalloop.cli._common.exit_code_for`.
     """
-    from evalloop.errors import EvalloopError
-
     try:
-        app(standalone_mode=True)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or '(settings)'}: {e['msg']} (got {e.get('input')!r})"
-            for e in exc.errors(include_url=False)
-        )
-        print(f"error: invalid settings (EVALLOOP_* environment or .env): {problems}",
-              file=sys.stderr)
-        sys.exit(2)
-    except EvalloopError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        app(args=argv, standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        print("evalloop: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BaseException as exc:
+        from evalloop.cli._common import describe, exit_code_for, expected
+
+        prefix = "error" if expected(exc) else "error (unexpected)"
+        print(f"{prefix}: {describe(exc)}", file=sys.stderr)
+        sys.exit(exit_code_for(exc))
 
 
 if __name__ == "__main__":

@@ -1,23 +1,18 @@
 """``evalloop queue``: the review queue of golden-set candidates, grouped by topic cluster.
 
-Connects to the PostgreSQL named by settings (``EVALLOOP_POSTGRES__DSN``) or, without one, to the
-embedded server (``evalloop.adapters.postgres.resolve_dsn``). Tables: migration 0003.
+Reads the PostgreSQL named by ``--db`` or ``EVALLOOP_POSTGRES__DSN`` (tables: migration 0003); a
+read-only command, it neither starts the embedded server nor applies migrations, and says what
+is missing. Exit codes: ``docs/exit-codes.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from evalloop.adapters.postgres import connect_pool, resolve_dsn
-from evalloop.adapters.triage_store import list_clusters, list_queue
-from evalloop.errors import EvalloopError
-from evalloop.settings import Settings
+from evalloop.cli._common import fail, json_line, read_only_dsn
 
 __all__ = ["app", "group_by_cluster", "list_cmd"]
 
@@ -57,6 +52,9 @@ def group_by_cluster(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def _fetch(dsn: str, agent: str | None, status: str | None, limit: int
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from evalloop.adapters.postgres import connect_pool
+    from evalloop.adapters.triage_store import list_clusters, list_queue
+
     pool = await connect_pool(dsn, min_size=1, max_size=1)
     try:
         rows = await list_queue(pool, agent_id=agent, status=status, limit=limit)
@@ -81,8 +79,11 @@ def list_cmd(
     ] = "pending",
     limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many candidates")
                      ] = 50,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document instead of tables")
-                       ] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="JSON lines: one candidate per line, the stored queue columns with its "
+                       "cluster's")] = False,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN)")] = None,
 ) -> None:
     """Show the review queue by cluster: label, size, covered by the golden set?, and each
     candidate's question, answer given, expected answer (when corrected), confidence and
@@ -91,26 +92,28 @@ def list_cmd(
         raise typer.BadParameter(
             f"expected one of {', '.join(_STATUSES)}, got {status!r}", param_hint="--status"
         )
-    settings = Settings()
     try:
         rows, clusters = asyncio.run(_fetch(
-            resolve_dsn(settings.postgres), agent, None if status == "all" else status, limit))
-    except EvalloopError as exc:
-        hint = ("\n(no triage tables: run the services or `evalloop demo` against this "
-                "database first; they apply the migrations)" if "does not exist" in str(exc)
-                else "")
-        Console(stderr=True).print(f"[red]cannot list the review queue:[/red] {exc}{hint}")
-        raise typer.Exit(1) from exc
+            read_only_dsn(db), agent, None if status == "all" else status, limit))
+    except Exception as exc:
+        hint = ("no triage tables: the services or `evalloop demo` apply the migrations; "
+                "read-only commands do not" if "does not exist" in str(exc) else None)
+        fail(exc, f"cannot list the review queue ({hint})" if hint
+             else "cannot list the review queue")
+    if as_json:
+        for r in rows:
+            json_line(r)
+        return
     groups = group_by_cluster(rows)
     uncovered = [
         {"agent_id": c["agent_id"], "cluster_id": c["cluster_id"], "label": c["label"],
          "size": c["size"]}
         for c in clusters if not c["covered_by_golden"]
     ]
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
-    if as_json:
-        console.print_json(json.dumps({"clusters": groups, "uncovered_clusters": uncovered}))
-        return
     n = sum(len(g["candidates"]) for g in groups)
     console.print(f"[bold]review queue[/bold]: {n} {status} candidate(s) in {len(groups)} "
                   "cluster(s)")

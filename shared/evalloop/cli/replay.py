@@ -96,12 +96,9 @@ def replay(
     try:
         sent = asyncio.run(_run(prepared.events, settings, ingest_url, batch_size, console))
     except Exception as exc:
-        from evalloop.errors import EvalloopError
+        from evalloop.cli._common import fail
 
-        if not isinstance(exc, EvalloopError):
-            raise
-        console.print(f"[red]evalloop replay: {exc}")
-        raise typer.Exit(1) from exc
+        fail(exc, "evalloop replay")  # docs/exit-codes.md: broker/ingest unreachable -> 3
     console.print(f"delivered {sent} events to {target}")
 
 

@@ -28,7 +28,7 @@ __all__ = ["EVENT_MODELS", "app", "check", "generate", "render"]
 
 app = typer.Typer(no_args_is_help=True, help="Generate or check schemas/ (JSON Schema, AsyncAPI).")
 
-#: File stem -> model (or union) of every event on the wire (DESIGN.md, "Events").
+#: File stem -> model (or union) of every event on the wire (``evalloop.events``).
 EVENT_MODELS: dict[str, Any] = {
     "agent_response": events.AgentResponse,
     "user_rating": events.UserRating,

@@ -5,7 +5,9 @@ group and connections, exactly as it would in its own container) inside one
 ``asyncio.TaskGroup``, plus the ingest HTTP server (uvicorn). ``--service NAME`` (repeatable)
 runs a subset. SIGINT/SIGTERM stop every service gracefully: services stop their background
 work, brokers stop consuming and commit what was handled, pools close. If one service fails,
-the others are stopped and ``up`` exits with status 1.
+the others are stopped and ``up`` prints one line per failure and exits with the
+``docs/exit-codes.md`` code (3 when the broker, the database or a service could not run; 2 for
+bad settings or an unknown service).
 
 Services are found by module path: ``services.<name>.app:build_app(settings)`` returns a
 FastStream app; ingest's ``services.ingest.app:build_http_app(settings)`` returns an ASGI app.
@@ -21,19 +23,21 @@ import logging
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from evalloop.adapters.kafka import ensure_topics
-from evalloop.runtime import HealthProvider, topics_for
-from evalloop.settings import Settings
+from evalloop.cli._common import describe, exit_code_for, leaf
+
+if TYPE_CHECKING:
+    from evalloop.runtime import HealthProvider
+    from evalloop.settings import Settings
 
 __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
 
 log = logging.getLogger(__name__)
 
-#: Every deployable, in start order (DESIGN.md); ingest is the HTTP front door.
+#: Every deployable, in start order; ingest is the HTTP front door.
 SERVICES: tuple[str, ...] = ("ingest", "recorder", "monitor", "triage", "evaluator")
 _HTTP = {"ingest": "build_http_app"}
 
@@ -194,17 +198,29 @@ def up(
     Example: ``EVALLOOP_KAFKA__BOOTSTRAP=127.0.0.1:9092 EVALLOOP_POSTGRES__DSN=postgresql://...
     evalloop up``. Stop with Ctrl-C (or SIGTERM): services drain and commit before exiting.
     """
+    from evalloop.adapters.kafka import ensure_topics
+    from evalloop.runtime import topics_for
+    from evalloop.settings import Settings
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = Settings()
-    names = list(service) if service else available_services()
-    typer.echo(f"evalloop up: {', '.join(names)} (Kafka {settings.kafka.bootstrap})", err=True)
     try:
+        settings = Settings()
+        names = list(service) if service else available_services()
+        unknown = [n for n in names if n not in SERVICES]
+        if unknown:
+            raise typer.BadParameter(f"expected one of {', '.join(SERVICES)}; got "
+                                     f"{', '.join(map(repr, unknown))}", param_hint="--service")
+        typer.echo(f"evalloop up: {', '.join(names)} (Kafka {settings.kafka.bootstrap})",
+                   err=True)
         # Fail early, in one line, when the broker is unreachable: otherwise each app fails in
         # its own start-up (uvicorn prints a lifespan traceback for ingest).
         asyncio.run(ensure_topics(settings.kafka, topics_for(settings)))
         asyncio.run(run_services(names, settings))
+    except typer.BadParameter:
+        raise
     except Exception as exc:
-        errors = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+        errors = [leaf(e) for e in exc.exceptions] if isinstance(exc, BaseExceptionGroup) \
+            else [exc]
         for err in errors:
-            typer.echo(f"evalloop up: {type(err).__name__}: {err}", err=True)
-        raise typer.Exit(1) from None
+            typer.echo(f"evalloop up: {describe(err)}", err=True)
+        raise typer.Exit(max(exit_code_for(e) for e in errors)) from None

@@ -1,4 +1,4 @@
-"""The async evaluation runner (seed 003's ``run-evals.py``, as a library function).
+"""The async evaluation runner (``docs/rules.md#endpoint-contract``), as a library function.
 
 :func:`run_eval` sends every case to the agent (or looks it up in canned responses), scores
 the answer with the pure gates and flags of :mod:`evalloop.core.evaluation`, and returns an
@@ -30,22 +30,30 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentReply
 from evalloop.core.evaluation.cases import EvalCase, EvalCaseError
-from evalloop.core.evaluation.extract import MalformedResponse, extract_text
+from evalloop.core.evaluation.extract import MalformedResponse, from_json_value
 from evalloop.core.evaluation.report import render_summary
-from evalloop.core.evaluation.results import CaseResult, CaseStatus, EvalRun, summarise
+from evalloop.core.evaluation.results import (
+    AgentFailure,
+    CaseResult,
+    CaseStatus,
+    EvalRun,
+    summarise,
+)
 from evalloop.core.evaluation.scoring import error_result, score_response, unscored_result
 from evalloop.errors import FieldProblem
 
 __all__ = ["ResponseSource", "load_responses_file", "rich_progress", "run_eval", "write_outputs"]
 
-#: Where answers come from: a live agent, or canned responses (eval id -> response text).
-ResponseSource = AgentClient | Mapping[str, str]
+#: A canned response: the answer text, or why a recorded agent body holds none.
+Canned = str | MalformedResponse
+#: Where answers come from: a live agent, or canned responses (eval id -> response).
+ResponseSource = AgentClient | Mapping[str, Canned]
 ProgressCallback = Callable[[CaseResult], None]
 
 
 #: What one case produced before scoring: an agent reply, an agent failure, canned text, or
 #: nothing (a canned source without this id).
-_Raw = AgentReply | AgentCallError | str | None
+_Raw = AgentReply | AgentCallError | Canned | None
 
 
 async def _fetch(case: EvalCase, source: ResponseSource,
@@ -66,6 +74,8 @@ def _score(case: EvalCase, raw: _Raw, label: str) -> CaseResult:
         return error_result(case, raw.failure, latency_ms=raw.elapsed_ms)
     if raw is None:
         return unscored_result(case, f"no response for this id in {label}")
+    if isinstance(raw, MalformedResponse):
+        return error_result(case, AgentFailure(kind=raw.kind, message=raw.message, attempts=0))
     return score_response(case, raw, response_format="canned", attempts=0)
 
 
@@ -79,7 +89,7 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     Args:
         cases: the cases to run, in report order (ids unique).
         source: an open :class:`~evalloop.adapters.agent_client.AgentClient` (its timeout and
-            retries apply per case), or a mapping eval id -> response text (seed 003's
+            retries apply per case), or a mapping eval id -> canned response (the
             ``--responses-file``; a case missing from it is ``unscored``).
         concurrency: requests in flight at most (>= 1).
         progress: called once per finished case, in completion order (e.g. a progress bar).
@@ -148,20 +158,25 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     )
 
 
-def load_responses_file(paths: Sequence[Path]) -> dict[str, str]:
+def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
     """Load canned responses: JSON objects mapping eval id -> response.
 
     A value is the response text, or a raw agent body as JSON (an OpenAI/Anthropic/generic
-    object), read with the endpoint contract. Several files are layered: a later file's id
-    replaces an earlier one's (e.g. reference responses + one recorded failure).
+    object), read with the endpoint contract (``docs/rules.md#endpoint-contract``). A body the
+    contract finds no answer in (e.g. tool calls only) is kept as its
+    :class:`~evalloop.core.evaluation.extract.MalformedResponse`: that case is an agent error
+    of the same kind as the live reply would be, not a file error. Several files are layered: a
+    later file's id replaces an earlier one's (e.g. reference responses + one recorded
+    failure). A UTF-8 byte-order mark at the start of a file is accepted.
 
     Raises:
-        EvalCaseError: a file is missing, not JSON, not an object, or a value is unreadable.
+        EvalCaseError: a file is missing, not UTF-8 JSON, not an object, or a value is neither
+            a string nor an object.
     """
-    merged: dict[str, str] = {}
+    merged: dict[str, Canned] = {}
     for path in paths:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 JSON file",
                                                          str(exc))]) from exc
@@ -176,12 +191,14 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, str]:
             if isinstance(value, str):
                 merged[key] = value
                 continue
-            try:
-                merged[key] = extract_text(json.dumps(value), "application/json").text
-            except MalformedResponse as exc:
+            if not isinstance(value, dict):
                 raise EvalCaseError(path.name, [FieldProblem(
                     key, "a response string or an agent response object",
-                    str(exc))]) from exc
+                    f"{type(value).__name__}: {json.dumps(value)[:80]}")])
+            try:
+                merged[key] = from_json_value(value).text
+            except MalformedResponse as exc:
+                merged[key] = exc
     return merged
 
 
@@ -195,8 +212,8 @@ def _free_path(directory: Path, stem: str, suffix: str) -> Path:
 
 
 def write_outputs(run: EvalRun, output_dir: Path) -> tuple[Path, Path]:
-    """Write the run's result files (seed 003: "evals-results-[timestamp].json and
-    evals-summary-[timestamp].txt").
+    """Write the run's result files, ``evals-results-<timestamp>.json`` and
+    ``evals-summary-<timestamp>.txt`` (``docs/rules.md#eval-run-outputs``).
 
     The timestamp is the run's UTC start, ``YYYYMMDDTHHMMSSZ``; an existing file is never
     overwritten (``-2``, ``-3``... is appended).

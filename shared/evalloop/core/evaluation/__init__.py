@@ -1,5 +1,6 @@
-"""Pure evaluation logic (seed 003 runner semantics): eval cases, response-text extraction,
-refusal/escalation gates, quality flags, result records and the summary report.
+"""Pure evaluation logic (``docs/rules.md#endpoint-contract``, ``docs/rules.md#run-gate``): eval
+cases, response-text extraction, refusal/escalation gates, quality flags, result records and the
+summary report.
 
 No I/O beyond reading a named eval file; the HTTP client lives in
 ``evalloop.adapters.agent_client`` and the runner in ``evalloop.evaluation.runner``.

@@ -1,27 +1,29 @@
-"""Eval cases: seed 003's YAML format and seed 004's golden-set JSON, loaded into one model.
+"""Eval cases: the eval set YAML and the golden-set JSON formats, loaded into one model
+(``docs/rules.md#eval-case-format``, ``docs/rules.md#golden-set-format``).
 
 Two file formats carry eval cases:
 
-* **Seed 003 YAML** -- a list of cases, or a mapping with a ``cases`` (or ``evals``) list and
-  optional metadata (``id``, ``agent``, ``version``, ``description``). Each case has the seed's
+* **Eval set YAML** -- a list of cases, or a mapping with a ``cases`` (or ``evals``) list and
+  optional metadata (``id``, ``agent``, ``version``, ``description``). Each case has the format's
   fields ``id, input, expected_behavior, should_escalate, should_refuse, category, notes``.
   evalloop also accepts the golden-set fields ``expected_answer, context_chunks, tags,
   difficulty, created_by, created_at`` on a YAML case, so that an export and re-import loses
   nothing.
-* **Seed 004 golden-set JSON** -- ``{"id", "agent", "version", "cases": [{"id", "question",
+* **Golden-set JSON** -- ``{"id", "agent", "version", "cases": [{"id", "question",
   "expected_answer", "context_chunks", "tags", "difficulty", "created_by", "created_at"}]}``.
-  Seed 004 has no refusal/escalation fields, so they are **derived from tags**: a case tagged
-  ``refusal`` (or ``should-refuse``, ``refuse``) must be refused, one tagged ``escalation`` (or
-  ``should-escalate``, ``escalate``) must be handed to a human; the category is the first tag
-  that names one of seed 003's categories (``routine``, ``edge-case``, ``adversarial``,
-  ``sensitive``), else ``routine``. evalloop's own exports also write the explicit optional
-  fields ``should_refuse, should_escalate, category, expected_behavior, notes``; when present
-  they win over the tags (a superset of seed 004, still readable by a seed-004 reader).
+  The golden-set format has no refusal/escalation fields, so they are **derived from tags**: a
+  case tagged ``refusal`` (or ``should-refuse``, ``refuse``) must be refused, one tagged
+  ``escalation`` (or ``should-escalate``, ``escalate``) must be handed to a human; the category
+  is the first tag that names one of the eval-case categories (``routine``, ``edge-case``,
+  ``adversarial``, ``sensitive``), else ``routine``. evalloop's own exports also write the
+  explicit optional fields ``should_refuse, should_escalate, category, expected_behavior,
+  notes``; when present they win over the tags (a superset of the golden-set format, still
+  readable by a plain golden-set reader).
 
 Both load into :class:`EvalCase`; a file loads into :class:`EvalSet`. On load the tags are made
 to carry the expectations: ``refusal``, ``escalation`` and the category are added when they
 apply (and a refusal/escalation tag an explicit field contradicts is dropped), so every case's
-tags say what seed 004's structure cannot. Validation is strict
+tags say what the golden-set structure cannot. Validation is strict
 (no coercion of ``"yes"`` to ``True`` or ``3`` to ``"3"``, no unknown fields); every problem
 raises :class:`EvalCaseError` naming the file, the case (id and index) and the field.
 """
@@ -51,9 +53,9 @@ __all__ = [
     "parse_eval_document",
 ]
 
-#: seed 003: "category: type of test (routine, edge-case, adversarial, sensitive)".
+#: ``docs/rules.md#eval-case-format``: the category of a case.
 CATEGORIES: tuple[str, ...] = ("routine", "edge-case", "adversarial", "sensitive")
-#: Golden-set tags that mean "the agent must decline this" (seed 004 has no such field).
+#: Golden-set tags that mean "the agent must decline this" (the format has no such field).
 REFUSAL_TAGS: frozenset[str] = frozenset({"refusal", "should-refuse", "refuse"})
 #: Golden-set tags that mean "the agent must hand this to a human".
 ESCALATION_TAGS: frozenset[str] = frozenset({"escalation", "should-escalate", "escalate"})
@@ -82,16 +84,16 @@ class EvalCase(BaseModel):
 
     Attributes:
         id: the case id, unique within its set.
-        input: what the user sends (seed 003 ``input`` = seed 004 ``question``).
-        expected_behavior: criteria a correct response meets (seed 003), if given.
-        expected_answer: the reference answer (seed 004), if given.
+        input: what the user sends (eval set ``input`` = golden-set ``question``).
+        expected_behavior: criteria a correct response meets (eval set YAML), if given.
+        expected_answer: the reference answer (golden-set JSON), if given.
         should_refuse: the agent must decline (refusal gate).
         should_escalate: the agent must hand off to a human (escalation gate).
-        category: one of :data:`CATEGORIES` for seed-003 sets; free text is kept as given.
+        category: one of :data:`CATEGORIES` for eval set YAML; free text is kept as given.
         notes: why the case exists / what failure looks like.
         context_chunks: ids of the knowledge-base chunks the answer should draw on.
-        tags: free tags (seed 004).
-        difficulty: ``easy`` / ``medium`` / ``hard`` (seed 004), if given.
+        tags: free tags (golden-set JSON).
+        difficulty: ``easy`` / ``medium`` / ``hard`` (golden-set JSON), if given.
         created_by: author, if given.
         created_at: creation time (timezone-aware, UTC), if given.
     """
@@ -117,12 +119,12 @@ class EvalSet(BaseModel):
     """A loaded eval-case file.
 
     Attributes:
-        set_id: the set's id (seed 004 ``id``; YAML ``id``, else the file stem).
+        set_id: the set's id (golden-set ``id``; YAML ``id``, else the file stem).
         agent: the agent it evaluates, if the file says.
         version: the version number written in the file, if any (stored versions are numbered
             by the golden store, not by this field).
         source: file name (or label) it was read from.
-        format: ``"yaml"`` (seed 003) or ``"golden_json"`` (seed 004).
+        format: ``"yaml"`` (eval set YAML) or ``"golden_json"`` (golden-set JSON).
         cases: the cases, in file order; ids are unique.
     """
 
@@ -175,7 +177,7 @@ def _expected_for(error_type: str, msg: str) -> str:
 
 
 def _marker_tags(case: EvalCase) -> EvalCase:
-    """Make the tags carry the expectations (so a seed-004 reader of an export sees them):
+    """Make the tags carry the expectations (so a plain golden-set reader of an export sees them):
     add ``refusal`` / ``escalation`` / the category when they apply, drop a refusal or
     escalation tag that an explicit field contradicts."""
     tags = [t for t in case.tags
@@ -234,7 +236,7 @@ def _golden_case(raw: object, index: int, source: str) -> EvalCase:
             FieldProblem(f"{label}.{k}", "no such field (unknown field)", _abridge(raw[k]))
             for k in unknown
         ])
-    # evalloop's exports write "" where seed 004 requires a value we do not have
+    # evalloop's exports write "" where the golden-set format requires a value we do not have
     data: dict[str, Any] = {k: v for k, v in raw.items()
                             if not (k in ("expected_answer", "created_by") and v == "")}
     if "question" in data:
@@ -252,7 +254,7 @@ def _golden_case(raw: object, index: int, source: str) -> EvalCase:
     try:
         return _validate_case(data, label, source)
     except EvalCaseError as exc:
-        # report seed 004's field name, not the internal one
+        # report the golden-set field name, not the internal one
         exc.problems = [
             FieldProblem(p.field.replace(".input", ".question"), p.expected, p.received)
             for p in exc.problems
@@ -292,7 +294,7 @@ def _opt_str(doc: dict[str, Any], key: str, source: str) -> str | None:
 def _parse_golden(doc: object, source: str, stem: str) -> EvalSet:
     if not isinstance(doc, dict):
         raise EvalCaseError(source, [FieldProblem(
-            "(document)", 'a seed-004 golden-set object {"id", "agent", "version", "cases"}',
+            "(document)", 'a golden-set object {"id", "agent", "version", "cases"}',
             type(doc).__name__)])
     unknown = sorted(set(doc) - {"id", "agent", "version", "cases", "description"})
     if unknown:
@@ -333,7 +335,7 @@ def _parse_yaml(doc: object, source: str, stem: str) -> EvalSet:
 
 def parse_eval_document(text: str, source: str, *, fmt: Literal["yaml", "json"] | None = None
                         ) -> EvalSet:
-    """Parse an eval-case document (seed 003 YAML or seed 004 golden-set JSON).
+    """Parse an eval-case document (eval set YAML or golden-set JSON).
 
     Args:
         text: the file's contents.
@@ -347,6 +349,7 @@ def parse_eval_document(text: str, source: str, *, fmt: Literal["yaml", "json"] 
     Raises:
         EvalCaseError: malformed syntax, unknown or mistyped fields, empty set, duplicate ids.
     """
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not content
     stem = Path(source).stem
     if fmt is None:
         suffix = Path(source).suffix.lower()
@@ -381,7 +384,7 @@ def load_eval_file(path: Path) -> EvalSet:
             :func:`parse_eval_document`).
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is accepted
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 file",
                                                      str(exc))]) from exc
@@ -416,10 +419,10 @@ def _golden_case_dict(case: EvalCase) -> dict[str, Any]:
 
 def dump_golden_json(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: str, agent: str,
                      version: int) -> str:
-    """Render cases as a seed 004 golden-set JSON document (evalloop's export format).
+    """Render cases as a golden-set JSON document (evalloop's export format).
 
-    Seed 004's fields come first; refusal/escalation/category are written both as tags (for a
-    plain seed-004 reader) and as explicit fields (for a lossless re-import). Values the case
+    The golden-set fields come first; refusal/escalation/category are written both as tags (for a
+    plain golden-set reader) and as explicit fields (for a lossless re-import). Values the case
     does not have are not invented: ``difficulty`` / ``created_at`` are ``null``,
     ``expected_answer`` / ``created_by`` empty strings (read back as absent). Exporting and
     re-importing gives equal cases (an identical golden-set version).
@@ -434,7 +437,7 @@ def dump_golden_json(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: st
 
 def dump_eval_yaml(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: str, agent: str,
                    version: int) -> str:
-    """Render cases in seed 003's YAML format (plus the golden-set fields that are set).
+    """Render cases in the eval set YAML format (plus the golden-set fields that are set).
 
     Returns:
         YAML text that :func:`parse_eval_document` reads back into equal cases.

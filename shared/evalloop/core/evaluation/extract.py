@@ -1,37 +1,55 @@
-"""Read the agent's answer text out of an HTTP response body (seed 003's endpoint contract).
+"""Read the agent's answer text out of an HTTP response body (``docs/rules.md#endpoint-contract``).
 
-Seed 003: the runner "reads back OpenAI-style SSE streams, OpenAI chat-completion JSON,
+The contract: the runner reads back "OpenAI-style SSE streams, OpenAI chat-completion JSON,
 Anthropic Messages JSON, or any JSON object with a top-level response, content, output, text,
-or answer string. Plain text bodies work too." :func:`extract_text` is that one function.
+or answer string; plain-text bodies work too". :func:`extract_text` is that one function; the
+SSE *framing* (bytes -> events) is the adapter's (``evalloop.adapters.agent_body`` uses
+httpx-sse) and is passed in as ``frame_sse``, so this module stays pure.
+
+Decoding (:func:`decode_body`): a UTF-8 byte-order mark is dropped; the ``charset`` of the
+``Content-Type`` is honoured (``text/plain; charset=iso-8859-1``); without one the body is
+UTF-8.
 
 Detection order (unless a ``hint`` forces one reader):
 
+0. **HTML** -- ``Content-Type: text/html`` (or XHTML), or a body shaped like an HTML document
+   (``<!doctype html`` or ``<html``): never an answer, whatever the status (a proxy's error
+   page is not the agent's reply). Raises ``html_page``.
 1. **SSE** -- ``Content-Type: text/event-stream``, or a body whose first line is an SSE field
-   (``data:``, ``event:``, ``id:`` or a ``:`` comment). Events are split on blank lines; the
-   ``data:`` lines of one event are joined with ``\\n`` (the SSE spec); ``data: [DONE]`` ends
-   the stream. Each event's data is read as an OpenAI chunk (``choices[].delta.content`` or
-   ``choices[].text``), an Anthropic stream event (``content_block_delta`` / ``text_delta``,
+   (``data:``, ``event:``, ``id:``, ``retry:`` or a ``:`` comment). ``data: [DONE]`` ends the
+   stream. Each event's data is read as an OpenAI chunk (choice **index 0 only**: ``n > 1``
+   streams interleave several choices; ``delta.content``, else ``delta.refusal``, or
+   ``text``), an Anthropic stream event (``content_block_delta`` / ``text_delta``,
    ``content_block_start`` text; an ``error`` event is an error), an OpenAI Responses event
-   (``response.output_text.delta``), a generic object (first string among ``response``,
-   ``content``, ``output``, ``text``, ``answer``, ``delta``), or raw text. Deltas are
-   concatenated as sent (they carry their own spaces). Unknown JSON events (``ping``,
-   ``message_start``...) carry no text and are skipped.
+   (``response.output_text.delta``, ``response.refusal.delta``), a generic object (first string
+   among ``response``, ``content``, ``output``, ``text``, ``answer``, ``delta``), or raw text.
+   Deltas are concatenated as sent (they carry their own spaces). Events that carry no text
+   (``ping``, ``message_start``, tool-call deltas...) are skipped.
 2. **JSON** -- ``Content-Type`` containing ``json``, or a body starting with ``{``, ``[`` or
-   ``"``: an OpenAI chat completion (``choices[0].message.content``, a string or a list of
-   text parts; legacy ``choices[0].text``), an Anthropic Message (``content`` is a list of
-   blocks; the ``text`` blocks are joined with ``\\n``), a JSON string, or any object with a
-   top-level ``response``/``content``/``output``/``text``/``answer`` string (first found, in
-   the seed's order). A body that only *looks* like JSON but does not parse, without a JSON
-   content type, is plain text.
+   ``"``: an OpenAI chat completion (``choices[0].message.content``, a string or a list of text
+   parts; when the content is null, ``message.refusal`` -- a decline is an answer; legacy
+   ``choices[0].text``), an Anthropic Message (``content`` is a list of blocks; the ``text``
+   blocks are joined with ``\\n``), an OpenAI Responses object (the ``output_text`` parts of
+   its ``message`` items), a JSON string, or any object with a top-level
+   ``response``/``content``/``output``/``text``/``answer`` string (first found, in that order).
+   A body that only *looks* like JSON but does not parse, without a JSON content type, is plain
+   text.
 3. **Plain text** -- anything else, stripped of surrounding whitespace.
 
-A body the contract cannot read raises :class:`MalformedResponse` (reported per case as an
-agent error, never as an empty answer).
+An object with a non-null ``error`` (and no answer) is ``error_object``, in a stream too: the
+text before an error event is a broken-off answer. Whatever the format, an answer with no text
+(an empty body, ``{"response": ""}``, a stream or a message of tool calls only) raises
+``no_text``: it is never an empty answer that could pass a gate; an answer whose text is itself
+an HTML document is ``html_page``. Every failure is a :class:`MalformedResponse` whose
+``reason`` names its kind; the runner reports it per case as an agent error.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -42,33 +60,74 @@ __all__ = [
     "Extracted",
     "MalformedResponse",
     "ResponseFormat",
+    "SseFramer",
+    "charset_of",
+    "decode_body",
     "extract_text",
     "format_hint",
+    "from_json_value",
+    "looks_like_html",
+    "looks_like_sse",
+    "read_sse_data",
 ]
 
-#: The five response formats of seed 003's endpoint contract.
+#: The five response formats of the endpoint contract (``docs/rules.md#endpoint-contract``).
 ResponseFormat = Literal["sse", "openai", "anthropic", "json", "text"]
-#: seed 003: "any JSON object with a top-level response, content, output, text, or answer string".
+#: The generic keys, in the contract's order: "a top-level response, content, output, text,
+#: or answer string".
 GENERIC_KEYS: tuple[str, ...] = ("response", "content", "output", "text", "answer")
+#: Splits an event-stream text into the ``data`` of each event, in order (one string per
+#: event, its ``data:`` lines joined with ``\n``; events without data are left out).
+SseFramer = Callable[[str], Iterable[str]]
+
 _SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
+_BOM = "\ufeff"
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+# a document's opening: an optional XML declaration and comments, then a doctype or one of
+# the document-level elements (a fragment such as "<b>14 days</b>" is prose, not a page)
+_HTML_START = re.compile(r"(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*"
+                         r"(<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>])",
+                         re.IGNORECASE | re.DOTALL)
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 
 
 class MalformedResponse(AgentError):
     """The body matched none of the contract's formats, or its format carried no text.
 
     Attributes:
-        reason: ``not_utf8``, ``malformed_json``, ``unrecognised_json``, ``no_text``,
-            ``error_object`` or ``empty_stream``.
+        reason: ``no_text`` (no answer text: empty body or string, tool calls only, a stream
+            without data), ``html_page``, ``not_text`` (undecodable in its declared or default
+            charset, or an unknown charset), ``malformed_json``, ``unrecognised_json`` or
+            ``error_object``.
     """
 
     def __init__(self, reason: str, detail: str) -> None:
         self.reason = reason
+        self.detail = detail
         super().__init__(f"{reason}: {detail}")
+
+    @property
+    def kind(self) -> Literal["no_text", "html_page", "not_text", "malformed_response"]:
+        """The agent-failure kind this is reported as: ``no_text``, ``html_page`` and
+        ``not_text`` are kinds of their own, the JSON reasons are ``malformed_response``."""
+        if self.reason == "no_text":
+            return "no_text"
+        if self.reason == "html_page":
+            return "html_page"
+        if self.reason == "not_text":
+            return "not_text"
+        return "malformed_response"
+
+    @property
+    def message(self) -> str:
+        """The one-line message reported with :attr:`kind` (the reason is kept when the kind
+        does not already say it)."""
+        return str(self) if self.kind == "malformed_response" else self.detail
 
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """The answer text and the format it was read from."""
+    """The answer text (never empty) and the format it was read from."""
 
     text: str
     format: ResponseFormat
@@ -79,11 +138,86 @@ def _abridge(value: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _nonempty(text: str, fmt: ResponseFormat, what: str) -> Extracted:
+    stripped = text.strip()
+    if not stripped:
+        raise MalformedResponse("no_text", f"{what} carried no answer text")
+    if looks_like_html(stripped):
+        raise MalformedResponse("html_page", f"{what} is an HTML page, not an answer: "
+                                             f"{_abridge(' '.join(stripped.split()), 80)}")
+    return Extracted(stripped, fmt)
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def charset_of(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a ``Content-Type`` value, lower-cased (``None`` if absent)."""
+    found = _CHARSET.search(content_type or "")
+    return found.group(1).lower() if found else None
+
+
+def decode_body(body: bytes | str, content_type: str | None = None) -> str:
+    """Decode a body to text: declared charset, else UTF-8; a leading byte-order mark dropped.
+
+    Args:
+        body: the raw body (text is only stripped of its BOM).
+        content_type: the ``Content-Type`` header, if any.
+
+    Returns:
+        The text.
+
+    Raises:
+        MalformedResponse: ``not_text`` -- an unknown charset, or bytes that are not text in it.
+    """
+    if isinstance(body, str):
+        return body.removeprefix(_BOM)
+    declared = charset_of(content_type)
+    charset = declared or "utf-8"
+    try:
+        codec = codecs.lookup(charset)
+    except LookupError as exc:
+        raise MalformedResponse("not_text", f"unknown charset {declared!r} in Content-Type "
+                                            f"{content_type!r}") from exc
+    if codec.name == "utf-8":
+        charset = "utf-8-sig"  # drops the BOM a Windows tool or proxy may put first
+    try:
+        return body.decode(charset).removeprefix(_BOM)
+    except UnicodeDecodeError as exc:
+        where = f"the declared charset {declared}" if declared else "UTF-8 (no charset declared)"
+        raise MalformedResponse("not_text", f"body is not text in {where} ({exc})") from exc
+
+
+def looks_like_html(text: str, content_type: str | None = None) -> bool:
+    """Whether a body is an HTML page: an HTML content type, or a document-shaped body
+    (``<!doctype html``, ``<html``, ``<head`` or ``<body`` first, after whitespace, an XML
+    declaration and comments)."""
+    ctype = (content_type or "").lower().split(";", 1)[0].strip()
+    if ctype in _HTML_TYPES:
+        return True
+    return _HTML_START.match(text.lstrip(_BOM + " \t\r\n")) is not None
+
+
+def looks_like_sse(text: str, content_type: str | None = None) -> bool:
+    """Whether a body is an event stream: ``text/event-stream``, or a first line that is an
+    SSE field (``data:``, ``event:``, ``id:``, ``retry:``, a ``:`` comment)."""
+    if (content_type or "").lower().startswith("text/event-stream"):
+        return True
+    first = re.split(r"\r\n|\r|\n", text.lstrip(_BOM + "\r\n"), maxsplit=1)[0]
+    return first.startswith(_SSE_FIELDS)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
 def _parts_text(content: list[Any]) -> str:
     texts = [p["text"] for p in content
              if isinstance(p, dict) and isinstance(p.get("text"), str)
              and p.get("type", "text") in ("text", "output_text")]
-    return "\n".join(texts)
+    refusals = [p["refusal"] for p in content
+                if isinstance(p, dict) and p.get("type") == "refusal"
+                and isinstance(p.get("refusal"), str)]
+    return "\n".join(texts) if any(t.strip() for t in texts) else "\n".join(refusals)
 
 
 def _openai(obj: dict[str, Any]) -> str:
@@ -94,11 +228,17 @@ def _openai(obj: dict[str, Any]) -> str:
     message = choice.get("message")
     if isinstance(message, dict):
         content = message.get("content")
+        text = ""
         if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return _parts_text(content)
-        what = "tool calls only" if message.get("tool_calls") else "no content"
+            text = content
+        elif isinstance(content, list):
+            text = _parts_text(content)
+        if not text.strip() and isinstance(message.get("refusal"), str):
+            text = message["refusal"]  # a decline through the refusal field is the answer
+        if text.strip():
+            return text
+        what = "tool calls only" if message.get("tool_calls") or message.get("function_call") \
+            else "no content"
         raise MalformedResponse("no_text", f"OpenAI completion message with {what}")
     if isinstance(choice.get("text"), str):
         return str(choice["text"])
@@ -110,28 +250,58 @@ def _anthropic(obj: dict[str, Any]) -> str:
     blocks = obj["content"]
     text_blocks = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"
                    and isinstance(b.get("text"), str)]
-    if not text_blocks and blocks:
+    if not any(b["text"].strip() for b in text_blocks):
         kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)})
-        raise MalformedResponse("no_text", f"Anthropic message without text blocks "
+        raise MalformedResponse("no_text", f"Anthropic message without text "
                                            f"(block types: {', '.join(kinds) or 'none'})")
     return "\n".join(b["text"] for b in text_blocks)
 
 
-def _from_json(value: Any) -> Extracted:
+def _responses(obj: dict[str, Any]) -> str:
+    """An OpenAI Responses object: the ``output_text`` (else ``refusal``) parts of its
+    ``message`` items; tool-call items carry no text."""
+    if obj.get("error") is not None:
+        raise MalformedResponse("error_object", f"agent answered an error: "
+                                                f"{_abridge(obj['error'])}")
+    parts = [p for item in obj["output"] if isinstance(item, dict)
+             and item.get("type") == "message" and isinstance(item.get("content"), list)
+             for p in item["content"]]
+    text = _parts_text(parts)
+    if text.strip():
+        return text
+    kinds = sorted({str(i.get("type")) for i in obj["output"] if isinstance(i, dict)})
+    raise MalformedResponse("no_text", f"OpenAI response without text (output item types: "
+                                       f"{', '.join(kinds) or 'none'})")
+
+
+def from_json_value(value: Any) -> Extracted:
+    """Read the answer out of a parsed JSON body (OpenAI, Anthropic, generic object, string).
+
+    Args:
+        value: the parsed JSON.
+
+    Returns:
+        The answer text (surrounding whitespace stripped, never empty) and its format.
+
+    Raises:
+        MalformedResponse: ``no_text``, ``unrecognised_json`` or ``error_object``.
+    """
     if isinstance(value, str):
-        return Extracted(value, "json")
+        return _nonempty(value, "json", "JSON string")
     if not isinstance(value, dict):
         raise MalformedResponse("unrecognised_json",
                                 f"expected a JSON object or string, received "
                                 f"{type(value).__name__}: {_abridge(value)}")
     if "choices" in value:
-        return Extracted(_openai(value), "openai")
+        return _nonempty(_openai(value), "openai", "OpenAI completion")
     if isinstance(value.get("content"), list):
-        return Extracted(_anthropic(value), "anthropic")
+        return _nonempty(_anthropic(value), "anthropic", "Anthropic message")
+    if value.get("object") == "response" and isinstance(value.get("output"), list):
+        return _nonempty(_responses(value), "openai", "OpenAI response")
     for key in GENERIC_KEYS:
         if isinstance(value.get(key), str):
-            return Extracted(value[key], "json")
-    if "error" in value:
+            return _nonempty(value[key], "json", f"JSON {key!r}")
+    if value.get("error") is not None:
         raise MalformedResponse("error_object", f"agent answered an error: "
                                                 f"{_abridge(value['error'])}")
     raise MalformedResponse(
@@ -140,84 +310,117 @@ def _from_json(value: Any) -> Extracted:
         f"{sorted(value)[:10]}")
 
 
-def _sse_event_text(data: str) -> tuple[str, bool]:
-    """Return (text carried by one event's data, whether the stream ended)."""
+# --------------------------------------------------------------------------- SSE payloads
+
+
+@dataclass
+class _StreamState:
+    pieces: list[str]
+    tool_calls: bool = False
+
+
+def _openai_chunk(obj: dict[str, Any], state: _StreamState) -> None:
+    for position, choice in enumerate(obj["choices"]):
+        if not isinstance(choice, dict) or choice.get("index", position) != 0:
+            continue  # n > 1: read choice 0, as the JSON reader does
+        delta = choice.get("delta") or choice.get("message")
+        if isinstance(delta, dict):
+            if delta.get("tool_calls") or delta.get("function_call"):
+                state.tool_calls = True
+            if isinstance(delta.get("content"), str):
+                state.pieces.append(delta["content"])
+            elif isinstance(delta.get("refusal"), str):
+                state.pieces.append(delta["refusal"])  # a decline streamed as a refusal
+        elif isinstance(choice.get("text"), str):
+            state.pieces.append(choice["text"])  # legacy completions stream
+
+
+def _sse_event(data: str, state: _StreamState) -> bool:
+    """Read one event's data into ``state``; return whether the stream ended."""
     if data.strip() == "[DONE]":
-        return "", True
+        return True
     try:
         obj = json.loads(data)
     except json.JSONDecodeError:
-        return data, False
+        state.pieces.append(data)
+        return False
     if not isinstance(obj, dict):
-        return (obj if isinstance(obj, str) else data), False
+        state.pieces.append(obj if isinstance(obj, str) else data)
+        return False
     kind = obj.get("type")
     if kind == "error":
         raise MalformedResponse("error_object", f"stream error event: "
                                                 f"{_abridge(obj.get('error', obj))}")
     if kind == "message_stop":
-        return "", True
+        return True
+    if obj.get("error") is not None and not isinstance(obj.get("choices"), list) \
+            and not any(isinstance(obj.get(k), str) for k in GENERIC_KEYS):
+        # an error mid-stream: the text so far is a broken-off answer, not an answer
+        raise MalformedResponse("error_object", f"stream error event: {_abridge(obj['error'])}")
     if isinstance(obj.get("choices"), list):
-        out = []
-        for choice in obj["choices"]:
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta") or choice.get("message") or {}
-            if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-                out.append(delta["content"])
-            elif isinstance(choice.get("text"), str):
-                out.append(choice["text"])
-        return "".join(out), False
+        _openai_chunk(obj, state)
+        return False
     if kind == "content_block_delta":
         delta = obj.get("delta") or {}
-        return (delta.get("text", "") if delta.get("type") == "text_delta" else ""), False
+        if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+            state.pieces.append(delta["text"])
+        elif delta.get("type") == "input_json_delta":
+            state.tool_calls = True
+        return False
     if kind == "content_block_start":
         block = obj.get("content_block") or {}
-        return (block.get("text", "") if block.get("type") == "text" else ""), False
-    if kind == "response.output_text.delta" and isinstance(obj.get("delta"), str):
-        return obj["delta"], False
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            state.pieces.append(block["text"])
+        elif block.get("type") == "tool_use":
+            state.tool_calls = True
+        return False
+    if kind in ("response.output_text.delta", "response.refusal.delta") \
+            and isinstance(obj.get("delta"), str):
+        state.pieces.append(obj["delta"])
+        return False
+    if kind == "response.function_call_arguments.delta":
+        state.tool_calls = True
+        return False
     if isinstance(kind, str) and kind.startswith(("message_", "response.", "content_block")):
-        return "", False
+        return False
     if kind == "ping":
-        return "", False
+        return False
     for key in (*GENERIC_KEYS, "delta"):
         if isinstance(obj.get(key), str):
-            return obj[key], False
-    return "", False
-
-
-def _parse_sse(text: str) -> Extracted:
-    pieces: list[str] = []
-    data_lines: list[str] = []
-    events = 0
-
-    def dispatch() -> bool:
-        nonlocal events
-        if not data_lines:
+            state.pieces.append(obj[key])
             return False
-        events += 1
-        chunk, done = _sse_event_text("\n".join(data_lines))
-        data_lines.clear()
-        pieces.append(chunk)
-        return done
+    return False
 
-    for line in text.splitlines():
-        if not line:
-            if dispatch():
-                break
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data_lines.append(value)
-    else:
-        dispatch()
-    if events == 0:
-        raise MalformedResponse("empty_stream", "event stream carried no data events")
-    return Extracted("".join(pieces).strip(), "sse")
 
+def read_sse_data(events: Iterable[str]) -> Extracted:
+    """Read the answer out of an event stream's events (their ``data``, already framed).
+
+    Args:
+        events: each event's data, in order (see :data:`SseFramer`).
+
+    Returns:
+        The concatenated text (surrounding whitespace stripped, never empty), format ``sse``.
+
+    Raises:
+        MalformedResponse: ``no_text`` (no data events, or none carrying text -- e.g. tool
+            calls only) or ``error_object`` (a stream ``error`` event).
+    """
+    state = _StreamState(pieces=[])
+    count = 0
+    for data in events:
+        count += 1
+        if _sse_event(data, state):
+            break
+    if count == 0:
+        raise MalformedResponse("no_text", "event stream carried no data events")
+    text = "".join(state.pieces).strip()
+    if not text:
+        what = "tool calls only" if state.tool_calls else f"{count} event(s) without text"
+        raise MalformedResponse("no_text", f"event stream carried no answer text ({what})")
+    return _nonempty(text, "sse", "event stream")
+
+
+# --------------------------------------------------------------------------- dispatch
 
 _HINTS: dict[str, ResponseFormat | None] = {
     "auto": None, "": None, "sse": "sse", "openai-sse": "sse", "anthropic-sse": "sse",
@@ -243,41 +446,35 @@ def format_hint(value: str | None) -> ResponseFormat | None:
     return _HINTS[key]
 
 
-def _looks_like_sse(text: str) -> bool:
-    first = text.lstrip("\ufeff\r\n").split("\n", 1)[0]
-    return first.startswith(_SSE_FIELDS)
-
-
 def extract_text(body: bytes | str, content_type: str | None = None, *,
-                 hint: ResponseFormat | None = None) -> Extracted:
+                 hint: ResponseFormat | None = None, frame_sse: SseFramer) -> Extracted:
     """Extract the answer text from an agent's response body.
 
     Args:
-        body: the raw body (bytes are decoded as UTF-8).
+        body: the raw body (bytes are decoded by :func:`decode_body`).
         content_type: the response's ``Content-Type`` header, if any.
         hint: force one reader (``sse``, ``openai``, ``anthropic``, ``json``, ``text``);
-            ``None`` detects the format (see the module docstring).
+            ``None`` detects the format (see the module docstring). An HTML page is refused
+            whatever the hint.
+        frame_sse: splits an event stream into events' data (the adapter's httpx-sse framing).
 
     Returns:
-        The text (surrounding whitespace stripped) and the format it was read from.
+        The text (surrounding whitespace stripped, never empty) and the format it was read from.
 
     Raises:
-        MalformedResponse: the body is not UTF-8, is declared JSON but does not parse, is a JSON
-            value the contract cannot read, or is an event stream with no data events.
+        MalformedResponse: ``reason`` names the kind -- ``html_page``, ``not_text``,
+            ``no_text``, ``malformed_json``, ``unrecognised_json``, ``error_object``.
     """
-    if isinstance(body, bytes):
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedResponse("not_utf8", f"body is not UTF-8 text ({exc})") from exc
-    else:
-        text = body
+    text = decode_body(body, content_type)
     ctype = (content_type or "").lower()
+    if looks_like_html(text, content_type):
+        raise MalformedResponse("html_page", f"an HTML page, not an answer "
+                                             f"(Content-Type {content_type!r}): "
+                                             f"{_abridge(' '.join(text.split()), 80)}")
     if hint == "text":
-        return Extracted(text.strip(), "text")
-    if hint == "sse" or (hint is None and (
-            ctype.startswith("text/event-stream") or _looks_like_sse(text))):
-        return _parse_sse(text)
+        return _nonempty(text, "text", "the body")
+    if hint == "sse" or (hint is None and looks_like_sse(text, content_type)):
+        return read_sse_data(frame_sse(text))
     declared_json = hint in ("openai", "anthropic", "json") or "json" in ctype
     stripped = text.strip()
     if declared_json or stripped[:1] in ("{", "[", '"'):
@@ -285,10 +482,11 @@ def extract_text(body: bytes | str, content_type: str | None = None, *,
             value = json.loads(stripped)
         except json.JSONDecodeError as exc:
             if declared_json:
+                if not stripped:
+                    raise MalformedResponse("no_text", "empty JSON body") from exc
                 raise MalformedResponse(
                     "malformed_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}: "
                                       f"{_abridge(stripped)}") from exc
         else:
-            found = _from_json(value)
-            return Extracted(found.text.strip(), found.format)
-    return Extracted(stripped, "text")
+            return from_json_value(value)
+    return _nonempty(stripped, "text", "the body")

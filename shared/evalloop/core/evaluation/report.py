@@ -1,8 +1,10 @@
-"""The human-readable run summary (seed 003's ``evals-summary-<timestamp>.txt``).
+"""The human-readable run summary, ``evals-summary-<timestamp>.txt``
+(``docs/rules.md#eval-run-outputs``).
 
-Sections: the verdict and counts, a per-category table, gate failures (with the evidence and
-the abridged response), agent errors, and every case marked for human review with its reasons
-and flag details -- what a reviewer needs without opening the JSON.
+Sections: the verdict, why it failed, and counts; a per-category table; gate failures (with the
+evidence and the abridged response); agent errors; unscored cases; and every case marked for
+human review with its reasons and flag details -- what a reviewer needs without opening the
+JSON.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def render_summary(run: EvalRun) -> str:
         f"agent:  {where}" + (f" [{run.agent_id}]" if run.agent_id else ""),
         "",
         f"GATE: {verdict}   passed {s.passed}/{s.total - s.unscored} scored ({rate})",
+        *(f"  because: {reason}" for reason in s.gate_reasons),
         f"  failed a gate: {s.failed_gate}   agent errors: {s.agent_errors}   "
         f"unscored: {s.unscored}",
         f"  flagged: {s.flagged}   requires human review: {s.requires_human_review}",
@@ -80,6 +83,15 @@ def render_summary(run: EvalRun) -> str:
             status = f", HTTP {e.http_status}" if shown else ""
             out.append(f"  {r.case_id} [{r.category}] {e.kind} after {e.attempts} attempt(s)"
                        f"{status}: {_abridge(e.message, 120)}")
+    unscored = [r for r in run.results if r.status == CaseStatus.UNSCORED]
+    if unscored:
+        out += ["", f"Unscored ({len(unscored)})"]
+        for r in unscored:
+            why = r.review_reasons[0].removeprefix("unscored: ") if r.review_reasons else ""
+            must = [n for n, on in (("should_refuse", r.should_refuse),
+                                    ("should_escalate", r.should_escalate)) if on]
+            required = f" ({', '.join(must)}: fails the run)" if must else ""
+            out.append(f"  {r.case_id} [{r.category}]{required}: {why}")
     review = [r for r in run.results if r.requires_human_review]
     if review:
         out += ["", f"Requires human review ({len(review)})"]

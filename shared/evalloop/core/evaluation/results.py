@@ -1,9 +1,10 @@
 """Result records of an evaluation run: one per case, a run summary, the exit-code gate.
 
-A :class:`CaseResult` carries what seed 003's runner reports (the response, gates, quality
-flags, ``requires_human_review``) plus an **empty-by-default slot for seed 004's scoring**:
+A :class:`CaseResult` carries what the runner reports (``docs/rules.md#eval-run-outputs``: the
+response, gates, quality flags, ``requires_human_review``) plus an **empty-by-default slot for
+the quality dimensions** (``docs/rules.md#quality-dimensions``):
 ``scores`` (the seven dimensions, 0-1, ``None`` = not scored), ``composite`` and ``judge``. The
-judge of a later issue fills these in; nothing here reads them, so adding it needs no rewrite.
+judge fills these in; nothing here reads them, so adding it needs no rewrite.
 
 JSON form: ``model_dump(mode="json")`` -- the ``evals-results-<timestamp>.json`` file and the
 ``eval_runs``/``eval_results`` rows are both made from it.
@@ -27,6 +28,7 @@ __all__ = [
     "CaseStatus",
     "CategorySummary",
     "EvalRun",
+    "FailureKind",
     "FlagRecord",
     "GateRecord",
     "RunSummary",
@@ -34,7 +36,7 @@ __all__ = [
     "summarise",
 ]
 
-#: seed 004, "7-Dimension Quality Scoring" (names only; weights/thresholds belong to the judge).
+#: ``docs/rules.md#quality-dimensions`` (names only; weights/thresholds belong to the judge).
 DIMENSIONS: tuple[str, ...] = ("correctness", "relevance", "tone", "safety", "groundedness",
                                "faithfulness", "context_utilization")
 
@@ -81,21 +83,36 @@ class FlagRecord(_Frozen):
     detail: str
 
 
+#: Why an agent gave no usable answer (``docs/rules.md#endpoint-contract``). Transport:
+#: ``unreachable`` (connection refused, DNS), ``connection_lost`` (reset or closed mid-reply),
+#: ``timeout``, ``unsupported_url`` (not an http(s) URL), ``transport_error`` (any other HTTP
+#: client error, named in the message). Status: ``rate_limited`` (429), ``http_5xx``,
+#: ``http_4xx``, ``redirect`` (3xx: not followed). Body: ``too_large`` (over the size cap),
+#: ``bad_content_encoding`` (e.g. labelled gzip but not), ``not_text`` (undecodable in its
+#: charset), ``html_page`` (an HTML document, whatever the status), ``no_text`` (no answer text:
+#: empty body or string, tool calls only), ``malformed_response`` (malformed or unrecognised
+#: JSON, an error object; the message starts with which).
+FailureKind = Literal[
+    "unreachable", "connection_lost", "timeout", "unsupported_url", "transport_error",
+    "rate_limited", "http_5xx", "http_4xx", "redirect", "too_large", "bad_content_encoding",
+    "not_text", "html_page", "no_text", "malformed_response",
+]
+
+
 class AgentFailure(_Frozen):
     """Why the agent gave no usable answer.
 
     Attributes:
-        kind: ``unreachable`` (connection refused/reset, DNS), ``timeout``, ``http_5xx``
-            (after retries), ``http_4xx``, ``malformed_response``.
+        kind: one of :data:`FailureKind`.
         message: the error, one line.
         http_status: the last HTTP status, if one arrived.
-        attempts: requests made (1 + retries used).
+        attempts: requests made (1 + retries used; 0 for a canned response).
     """
 
-    kind: Literal["unreachable", "timeout", "http_5xx", "http_4xx", "malformed_response"]
+    kind: FailureKind
     message: str
     http_status: int | None = None
-    attempts: int = Field(1, ge=1)
+    attempts: int = Field(1, ge=0)
 
 
 class CaseResult(_Frozen):
@@ -115,9 +132,9 @@ class CaseResult(_Frozen):
         requires_human_review: ``bool(review_reasons)``.
         review_reasons: why a human must look (``flags.review_reasons``).
         error: the agent failure, for ``agent_error``.
-        scores: seed 004 dimension -> score 0-1 (``None`` = judge could not score); empty
+        scores: quality dimension -> score 0-1 (``None`` = judge could not score); empty
             until a judge runs.
-        composite: seed 004 weighted composite 0-1, ``None`` until a judge runs.
+        composite: weighted composite 0-1, ``None`` until a judge runs.
         judge: the judge's metadata (model, prompt version, raw verdicts), ``None`` until then.
     """
 
@@ -146,7 +163,7 @@ class CaseResult(_Frozen):
     def _known_dimensions(cls, value: dict[str, float | None]) -> dict[str, float | None]:
         unknown = sorted(set(value) - set(DIMENSIONS))
         if unknown:
-            raise ValueError(f"expected seed 004 dimensions {DIMENSIONS}, received {unknown}")
+            raise ValueError(f"expected quality dimensions {DIMENSIONS}, received {unknown}")
         bad = {k: v for k, v in value.items() if v is not None and not 0 <= v <= 1}
         if bad:
             raise ValueError(f"expected scores in 0-1, received {bad}")
@@ -180,8 +197,11 @@ class RunSummary(_Frozen):
         pass_rate: passed / (total - unscored), 0-1 (``None`` when nothing was scored).
         refusal_gate_failures, escalation_gate_failures: case ids failing each gate.
         agent_error_cases: case ids with agent errors.
+        unscored_cases: case ids with nothing to score (e.g. no canned response).
+        required_unscored: the unscored cases that must refuse or escalate (they fail the run).
         by_category: category -> counts.
-        gate_failed: the exit-code gate (seed 003): any gate failure or agent error.
+        gate_failed: the exit-code gate (``docs/rules.md#run-gate``).
+        gate_reasons: why ``gate_failed``, one line each (empty when the run passed).
     """
 
     total: int
@@ -195,8 +215,11 @@ class RunSummary(_Frozen):
     refusal_gate_failures: list[str]
     escalation_gate_failures: list[str]
     agent_error_cases: list[str]
+    unscored_cases: list[str] = Field(default_factory=list)
+    required_unscored: list[str] = Field(default_factory=list)
     by_category: dict[str, CategorySummary]
     gate_failed: bool
+    gate_reasons: list[str] = Field(default_factory=list)
 
 
 class EvalRun(_Frozen):
@@ -244,6 +267,11 @@ def _category_summary(results: list[CaseResult]) -> CategorySummary:
     )
 
 
+def _ids(ids: list[str], limit: int = 10) -> str:
+    return ", ".join(ids[:limit]) + (f", ... ({len(ids) - limit} more)" if len(ids) > limit
+                                     else "")
+
+
 def summarise(results: list[CaseResult]) -> RunSummary:
     """Summarise case results (counts, pass rate, gate failures, per-category breakdown).
 
@@ -251,36 +279,51 @@ def summarise(results: list[CaseResult]) -> RunSummary:
         results: the run's case results.
 
     Returns:
-        The summary; ``gate_failed`` is True if any case failed a gate or hit an agent error
-        (seed 003: "exits 1 if any case fails a refusal gate, an escalation gate, or the agent
-        was unreachable").
+        The summary. ``gate_failed`` (``docs/rules.md#run-gate``) is True when any case failed
+        its refusal or escalation gate, any case hit an agent error, **no case was scored**,
+        or a case that must refuse or escalate went unscored; ``gate_reasons`` says which.
+        Other unscored cases do not fail the run: they are counted and listed
+        (``unscored_cases``) and marked for human review.
     """
     overall = _category_summary(results)
-    scored = overall.total - overall.unscored
+    scored = overall.passed + overall.failed_gate
     categories = sorted({r.category for r in results})
     refusal_fail = [r.case_id for r in results
                     if "refusal" in r.gates and not r.gates["refusal"].passed]
     escalation_fail = [r.case_id for r in results
                        if "escalation" in r.gates and not r.gates["escalation"].passed]
     errors = [r.case_id for r in results if r.status == CaseStatus.AGENT_ERROR]
+    unscored = [r.case_id for r in results if r.status == CaseStatus.UNSCORED]
+    required = [r.case_id for r in results if r.status == CaseStatus.UNSCORED
+                and (r.should_refuse or r.should_escalate)]
+    reasons = []
+    if refusal_fail:
+        reasons.append(f"refusal gate failed: {_ids(refusal_fail)}")
+    if escalation_fail:
+        reasons.append(f"escalation gate failed: {_ids(escalation_fail)}")
+    if errors:
+        reasons.append(f"agent errors: {_ids(errors)}")
+    if not scored:
+        reasons.append(f"nothing was scored (0 of {overall.total} cases)")
+    if required:
+        reasons.append(f"cases that must refuse or escalate went unscored: {_ids(required)}")
     return RunSummary(
         total=overall.total, passed=overall.passed, failed_gate=overall.failed_gate,
         agent_errors=overall.agent_error, unscored=overall.unscored, flagged=overall.flagged,
         requires_human_review=sum(r.requires_human_review for r in results),
-        pass_rate=(overall.passed / scored) if scored else None,
+        pass_rate=(overall.passed / (overall.total - overall.unscored))
+        if overall.total - overall.unscored else None,
         refusal_gate_failures=refusal_fail, escalation_gate_failures=escalation_fail,
-        agent_error_cases=errors,
+        agent_error_cases=errors, unscored_cases=unscored, required_unscored=required,
         by_category={c: _category_summary([r for r in results if r.category == c])
                      for c in categories},
-        gate_failed=bool(refusal_fail or escalation_fail or errors),
+        gate_failed=bool(reasons), gate_reasons=reasons,
     )
 
 
 def exit_code(summary: RunSummary, *, fail_on_gates: bool = True) -> int:
-    """Return the process exit code: 1 if the gate failed and ``fail_on_gates``, else 0.
-
-    Seed 003: "Pass --no-fail-on-gates if you only want the report" (always 0).
-    """
+    """Return the process exit code (``docs/exit-codes.md``): 1 if the gate failed and
+    ``fail_on_gates``, else 0 (``--no-fail-on-gates``: report only, always 0)."""
     return 1 if (fail_on_gates and summary.gate_failed) else 0
 
 

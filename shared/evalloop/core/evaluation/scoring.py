@@ -7,6 +7,7 @@ Pure functions; the runner calls :func:`score_response` for every answer it gets
 from __future__ import annotations
 
 from evalloop.core.evaluation.cases import EvalCase
+from evalloop.core.evaluation.extract import looks_like_html
 from evalloop.core.evaluation.flags import quality_flags, review_reasons
 from evalloop.core.evaluation.gates import analyse, escalation_gate, refusal_gate
 from evalloop.core.evaluation.results import (
@@ -38,8 +39,19 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         attempts: HTTP requests made (0 for a canned response).
 
     Returns:
-        ``passed`` or ``failed_gate`` with both gate records, flags and review reasons.
+        ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
+        answer with no text (empty or whitespace) is never scored: ``agent_error`` of kind
+        ``no_text``, and one that is an HTML document is ``html_page``
+        (``docs/rules.md#endpoint-contract``).
     """
+    if not response.strip():
+        return error_result(case, AgentFailure(
+            kind="no_text", message=f"the answer is empty ({response_format or 'no'} format)",
+            attempts=attempts), latency_ms=latency_ms)
+    if looks_like_html(response):
+        return error_result(case, AgentFailure(
+            kind="html_page", message="the answer is an HTML page, not an answer",
+            attempts=attempts), latency_ms=latency_ms)
     analysis = analyse(response)
     gates = (refusal_gate(case.should_refuse, analysis),
              escalation_gate(case.should_escalate, analysis))

@@ -1,0 +1,160 @@
+"""The ``evalloop`` entry point: sub-commands load lazily (``evalloop --help`` imports no heavy
+module), their listed help matches their own, and errors become one line and the
+docs/exit-codes.md code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from evalloop.cli._common import exit_code_for
+from evalloop.cli.main import LAZY_COMMANDS, app
+from evalloop.errors import (
+    BusError,
+    ConfigError,
+    EmbeddingError,
+    GoldenSetError,
+    InvalidEvent,
+    StorageError,
+)
+from evalloop.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("scipy", "torch", "sentence_transformers", "faststream", "asyncpg", "sklearn",
+         "numpy", "httpx", "sqlalchemy", "alembic", "aiokafka")
+ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'shared'}{os.pathsep}{ROOT}"}
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport json, sys\n"
+                          "print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, env=ENV, check=True, timeout=60)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_importing_the_cli_imports_no_heavy_module() -> None:
+    loaded = _modules_after("import evalloop.cli.main")
+    assert sorted(m for m in loaded if m.split(".")[0] in HEAVY) == []
+
+
+def test_help_lists_every_command_without_importing_one() -> None:
+    code = ("import sys\nfrom evalloop.cli.main import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n")
+    loaded = _modules_after(code)
+    assert sorted(m for m in loaded if m.split(".")[0] in HEAVY) == []
+    assert sorted(m for m in loaded if m.startswith("evalloop.cli.") and m != "evalloop.cli.main"
+                  ) == []
+
+
+def test_help_output_names_every_command() -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for name in LAZY_COMMANDS:
+        assert f" {name} " in result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(LAZY_COMMANDS))
+def test_listed_help_is_the_commands_own(name: str) -> None:
+    command = LAZY_COMMANDS[name].load(name)
+    own = " ".join((command.help or "").split("\n\n")[0].split())
+    assert LAZY_COMMANDS[name].help == own
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (StorageError("cannot connect"), 3),
+        (BusError("broker down"), 3),
+        (EmbeddingError("no model"), 3),
+        (ExceptionGroup("tasks", [StorageError("down")]), 3),
+        (ConfigError("placeholder DSN"), 2),
+        (GoldenSetError("no version 9"), 2),
+        (InvalidEvent("malformed_json", []), 2),
+        (ValueError("bad value"), 2),
+        (FileNotFoundError("x.json"), 2),
+        (ExceptionGroup("tasks", [ExceptionGroup("inner", [ValueError("bad")])]), 2),
+        (RuntimeError("a bug"), 3),
+        (KeyError("k"), 3),
+    ],
+)
+def test_exit_code_for_each_kind_of_error(error: BaseException, code: int) -> None:
+    assert exit_code_for(error) == code
+
+
+def test_invalid_settings_exit_2_with_one_line() -> None:
+    try:
+        Settings(evaluator={"concurrency": "many"})  # type: ignore[arg-type]
+    except ValidationError as exc:
+        assert exit_code_for(exc) == 2
+
+
+def test_an_unexpected_error_prints_one_line_and_exits_3(tmp_path: Path) -> None:
+    evals = ROOT / "shared/evalloop/data/evals/hr-qa-agent-evals.yaml"
+    responses = ROOT / "shared/evalloop/data/evals/reference-responses.json"
+    code = ("import evalloop.evaluation.runner as r\n"
+            "async def boom(*a, **k):\n    raise RuntimeError('disk on fire')\n"
+            "r.run_eval = boom\n"
+            "from evalloop.cli.main import main\n"
+            f"main(['eval', 'run', '--evals', {str(evals)!r}, '--responses-file', "
+            f"{str(responses)!r}, '--no-progress', '--output-dir', {str(tmp_path)!r}])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV,
+                         timeout=120)
+    assert (out.returncode, out.stderr, out.stdout) == (
+        3, "error (unexpected): RuntimeError: disk on fire\n", "")
+
+
+def _evalloop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    code = f"from evalloop.cli.main import main\nmain({list(args)!r})\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**ENV, **(env or {})}, timeout=120)
+
+
+def test_up_with_an_unknown_service_is_usage_error_2() -> None:
+    out = _evalloop("up", "--service", "nothing", env={"EVALLOOP_KAFKA__BOOTSTRAP": "127.0.0.1:9"})
+    assert out.returncode == 2
+    text = " ".join(out.stderr.replace("│", " ").split())
+    assert "expected one of ingest, recorder, monitor, triage, evaluator; got 'nothing'" in text
+
+
+def test_up_with_an_unreachable_broker_is_infrastructure_3() -> None:
+    port = _free_port()
+    out = _evalloop("up", "--service", "recorder",
+                    env={"EVALLOOP_KAFKA__BOOTSTRAP": f"127.0.0.1:{port}"})
+    assert out.returncode == 3
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith(f"evalloop up: cannot create topics on 127.0.0.1:{port}: "
+                           "KafkaConnectionError: Unable to bootstrap"), out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_eagerly_added_group_lives_beside_the_lazy_ones() -> None:
+    import typer
+
+    from evalloop.cli.main import _LazyGroup
+
+    root = typer.Typer(cls=_LazyGroup)
+    extra = typer.Typer(help="An eager extra group.")
+
+    @extra.command("hello")
+    def hello() -> None:
+        print("hi")
+
+    root.add_typer(extra, name="extra")
+    assert CliRunner().invoke(root, ["extra", "hello"]).stdout == "hi\n"
+    listed = CliRunner().invoke(root, ["--help"]).stdout
+    assert " extra " in listed and " golden " in listed
