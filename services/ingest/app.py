@@ -1,6 +1,6 @@
 """HTTP ingest: ``POST /v1/events`` validates feedback events and produces them to Kafka.
 
-Contract (issue 2, "Services" and "Bad input"):
+Contract (bad input: ``docs/operations.md#bounded-work-per-request``):
 
 * body: one event object or a JSON array of them, ``Content-Type: application/json``
   (``415`` otherwise), at most ``settings.ingest.max_body_bytes`` bytes and

@@ -6,10 +6,10 @@ so the monitor counts exactly what the recorder stored and nothing it rejected
 ``agent_id`` when
 
 * the negative rate over the 24 h of event time ending at the agent's newest event exceeds 2%
-  with a minimum volume, once per crossing (seed 004; DESIGN.md, "Negative rate";
+  with a minimum volume, once per crossing (``docs/rules.md#feedback-loop-trigger``;
   :mod:`evalloop.core.trigger`),
 * an ``agent_changed`` event says the system prompt, model or knowledge base changed, and
-* once per ``weekly_interval_s`` per agent (a seeded sample; seed 003's cadence table).
+* once per ``weekly_interval_s`` per agent (a seeded sample; ``docs/rules.md#eval-cadence``).
 
 Each batch is one PostgreSQL transaction: lock the agents' state rows, read the stored flags of
 the batch's turns, fold the batch in order (the trigger is evaluated after every event, so the

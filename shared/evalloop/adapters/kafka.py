@@ -1,9 +1,9 @@
 """Kafka edge: FastStream broker factory, the ``KafkaBus`` publisher and batch subscriptions.
 
-Delivery contract (DESIGN.md): every service is its own consumer group, reads from the earliest
-offset when the group is new, and commits offsets only after its handler returned
-(``AckPolicy.NACK_ON_ERROR``: a raising handler rewinds the batch, which is re-delivered).
-Driver errors are mapped to :class:`evalloop.errors.BusError`.
+Delivery contract (``docs/operations.md#the-recorded-stream``): every service is its own consumer
+group, reads from the earliest offset when the group is new, and commits offsets only after its
+handler returned (``AckPolicy.NACK_ON_ERROR``: a raising handler rewinds the batch, which is
+re-delivered). Driver errors are mapped to :class:`evalloop.errors.BusError`.
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ async def ensure_topics(
     Raises:
         BusError: the cluster could not be reached or refused to create a topic.
     """
-    topics = Topics() if topics is None else topics  # default: the DESIGN.md names
+    topics = Topics() if topics is None else topics  # default: the standard names
     names = topics.all() if isinstance(topics, Topics) else topics
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
     try:

@@ -2,8 +2,8 @@
 
 asyncpg errors are mapped to :class:`evalloop.errors.StorageError` here, by
 :func:`storage_errors`: the one mapping every store uses. The jsonb codec is binary
-so that ``execute``, ``executemany`` and COPY all accept Python dicts/lists (NOTES: "asyncpg +
-jsonb").
+so that ``execute``, ``executemany`` and COPY all accept Python dicts/lists (with no codec,
+asyncpg refuses a dict for a jsonb parameter).
 """
 
 from __future__ import annotations
@@ -167,8 +167,9 @@ def _ident(name: str) -> str:
 def start_embedded(data_dir: Path) -> str:
     """Start (or reuse) the embedded PostgreSQL 18 server in ``data_dir``; return its admin DSN.
 
-    The server keeps running after this process exits (it is reused on the next start, 0.14 s
-    per NOTES). The DSN connects over the Unix socket in ``data_dir``.
+    The server keeps running after this process exits (it is reused on the next start,
+    ``docs/local-servers.md#embedded-postgresql``). The DSN connects over the Unix socket in
+    ``data_dir``.
 
     Raises:
         StorageError: the server could not be initialised or started.
