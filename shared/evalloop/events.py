@@ -44,6 +44,7 @@ __all__ = [
     "ConversationOutcome",
     "Escalation",
     "FeedbackEvent",
+    "GoldenSetPublished",
     "NegativeCase",
     "OperatorCorrection",
     "ReevalCompleted",
@@ -139,6 +140,9 @@ class _Event(_Model):
     turn_id: Annotated[str, Field(min_length=1, max_length=256)]
     occurred_at: EventTime
     received_at: AwareDatetime | None = None
+    # the end user's pseudonymous id, when the producer knows it: `evalloop erase --user`
+    # removes every conversation that carries it (docs/security.md#erasure)
+    user_id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
     question: Text | None = None
     answer: Text | None = None
     context_chunks: list[ContextChunk] | None = Field(default=None, max_length=64)
@@ -318,6 +322,27 @@ class CandidateProposed(_Model):
     evidence_event_ids: list[UUID]
     confidence: Annotated[float, Field(ge=0, le=1)]
     proposed_at: AwareDatetime
+
+
+class GoldenSetPublished(_Model):
+    """A new golden-set version was made by a review action (topic ``golden.set.published.v1``).
+
+    Emitted from an outbox, once per version (``version_id`` is the idempotency key); the
+    evaluator's next run of the agent uses this version (``docs/review.md#publication``).
+    ``diff`` lists case ids ``added`` / ``removed`` / ``changed`` against the parent.
+    """
+
+    version_id: UUID
+    agent_id: AgentId
+    golden_set_id: str
+    version: Annotated[int, Field(ge=1)]
+    parent_version_id: UUID | None
+    case_count: Annotated[int, Field(ge=0)]
+    diff: dict[str, list[str]]
+    content_hash: str
+    created_by: str | None
+    reason: str
+    created_at: AwareDatetime
 
 
 # --------------------------------------------------------------------------- decoding

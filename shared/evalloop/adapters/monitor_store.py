@@ -34,9 +34,12 @@ from evalloop.events import ReevalRequested
 from evalloop.settings import MonitorSettings
 
 __all__ = [
+    "AgentSnapshot",
     "AgentState",
     "JobRow",
+    "ReevalMarker",
     "add_bucket_deltas",
+    "agent_snapshots",
     "fetch_turns",
     "insert_jobs",
     "list_jobs",
@@ -45,6 +48,7 @@ __all__ = [
     "lock_weekly_due",
     "mark_published",
     "rate_timeline",
+    "reeval_markers",
     "save_states",
     "set_weekly",
     "storage_errors",
@@ -327,6 +331,29 @@ async def insert_jobs(conn: asyncpg.Connection, jobs: Iterable[ReevalRequested])
     return [r["job_id"] for r in rows]
 
 
+async def last_change_jobs(
+    conn: asyncpg.Connection, pairs: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], datetime]:
+    """When the newest job of each (agent, change kind) was requested (absent: never).
+
+    Backs the change cooldown (``docs/security.md#cost-amplification``).
+    """
+    items = sorted(set(pairs))
+    if not items:
+        return {}
+    rows = await conn.fetch(
+        """
+        SELECT j.agent_id, j.trigger, max(j.requested_at) AS at
+          FROM reeval_jobs j
+          JOIN unnest($1::text[], $2::text[]) AS p(agent_id, trigger)
+            ON j.agent_id = p.agent_id AND j.trigger = p.trigger
+         GROUP BY j.agent_id, j.trigger
+        """,
+        [a for a, _ in items], [k for _, k in items],
+    )
+    return {(r["agent_id"], r["trigger"]): r["at"] for r in rows}
+
+
 async def unpublished_jobs(pool: asyncpg.Pool, limit: int = 1000) -> list[ReevalRequested]:
     """Jobs whose request was not yet published, in the order they were recorded.
 
@@ -450,3 +477,93 @@ async def rate_timeline(
     return rolling_reports(
         buckets, window_s=cfg.window_s, bucket_s=cfg.bucket_s, step_s=step_s, start=start, end=end
     )
+
+
+# --------------------------------------------------------------------------- web app reads
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSnapshot:
+    """An agent's current state as the monitor last saw it (the web app's overview).
+
+    Attributes:
+        agent_id: the agent.
+        phase: ``armed`` or ``fired``; fired_at: last firing (event time, UTC) or ``None``.
+        newest_event_at: the end of the current window (UTC), or ``None``.
+        negatives, turns, rate, denominator: the last window observed (``None`` before the
+            first); ``rate`` ratio 0-1.
+        jobs: re-evaluation jobs ever requested for the agent.
+    """
+
+    agent_id: str
+    phase: str
+    fired_at: datetime | None
+    newest_event_at: datetime | None
+    negatives: int | None
+    turns: int | None
+    rate: float | None
+    denominator: str | None
+    jobs: int
+
+
+async def agent_snapshots(pool: asyncpg.Pool) -> list[AgentSnapshot]:
+    """Every agent the monitor has seen, with its last window, by agent id (agents below the
+    minimum volume included: their rate is stored like any other).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with storage_errors("reading agent states"):
+        rows = await pool.fetch(
+            """
+            SELECT m.agent_id, m.phase, m.fired_at, m.newest_event_at, m.last_negatives,
+                   m.last_turns, m.last_rate, m.last_denominator,
+                   (SELECT count(*) FROM reeval_jobs j WHERE j.agent_id = m.agent_id)::int AS jobs
+            FROM monitor_state m ORDER BY m.agent_id
+            """
+        )
+    return [AgentSnapshot(r["agent_id"], r["phase"], r["fired_at"], r["newest_event_at"],
+                          r["last_negatives"], r["last_turns"], r["last_rate"],
+                          r["last_denominator"], r["jobs"]) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class ReevalMarker:
+    """A re-evaluation request of one agent, placed on its timeline.
+
+    Attributes:
+        job_id, trigger, reason, status: the job (``reeval_jobs``).
+        requested_at: wall-clock time of the request (UTC).
+        window_end: the event-time end of the window that fired (UTC; ``None`` for triggers
+            without a window, e.g. a weekly sample: place those at ``requested_at``).
+        rate: the window's negative rate (ratio 0-1), ``None`` without a window.
+        run_id: the evaluation run it produced, or ``None`` while it has none.
+    """
+
+    job_id: UUID
+    trigger: str
+    reason: str
+    status: str
+    requested_at: datetime
+    window_end: datetime | None
+    rate: float | None
+    run_id: UUID | None
+
+
+async def reeval_markers(pool: asyncpg.Pool, agent_id: str) -> list[ReevalMarker]:
+    """Every re-evaluation request of ``agent_id``, oldest first, with its run.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with storage_errors("reading re-evaluation requests"):
+        rows = await pool.fetch(
+            """
+            SELECT job_id, trigger, reason, status, requested_at,
+                   (request->>'window_end')::timestamptz AS window_end,
+                   (request->>'rate')::float8 AS rate, run_id
+            FROM reeval_jobs WHERE agent_id = $1 ORDER BY requested_at, seq
+            """,
+            agent_id,
+        )
+    return [ReevalMarker(**dict(r)) for r in rows]

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 
+from evalloop.core.redaction import redact_text, redact_url
 from evalloop.errors import ConfigError, StorageError
 from evalloop.settings import PostgresSettings
 
@@ -58,7 +59,7 @@ def storage_errors(what: str) -> Iterator[None]:
     try:
         yield
     except DRIVER_ERRORS as exc:
-        raise StorageError(f"{what} failed: {exc}") from exc
+        raise StorageError(f"{what} failed: {redact_text(str(exc))}") from exc
 
 
 def _encode_jsonb(value: Any) -> bytes:
@@ -91,10 +92,7 @@ async def connect_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> as
 
 
 def _redact(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password:
-        return dsn.replace(f":{parts.password}@", ":***@")
-    return dsn
+    return redact_url(dsn)  # docs/security.md#secrets
 
 
 def _sqlalchemy_url(dsn: str) -> str:
@@ -138,7 +136,9 @@ async def migrate(dsn: str, revision: str = "head") -> None:
     except ConfigError:
         raise
     except Exception as exc:
-        raise StorageError(f"migrating {_redact(dsn)} failed: {exc}") from exc
+        raise StorageError(
+            f"migrating {_redact(dsn)} failed: {redact_text(str(exc))}"
+        ) from exc
 
 
 async def create_database(admin_dsn: str, name: str, *, template: str | None = None) -> str:

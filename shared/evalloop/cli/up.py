@@ -2,7 +2,8 @@
 
 All services run in one process by default, each as its own FastStream app (its own consumer
 group and connections, exactly as it would in its own container) inside one
-``asyncio.TaskGroup``, plus the ingest HTTP server (uvicorn). ``--service NAME`` (repeatable)
+``asyncio.TaskGroup``, plus the ingest HTTP server and the web app (uvicorn; ports
+``settings.ingest.port`` 8080 and ``settings.web.port`` 8090). ``--service NAME`` (repeatable)
 runs a subset. SIGINT/SIGTERM stop every service gracefully: services stop their background
 work, brokers stop consuming and commit what was handled, pools close. If one service fails,
 the others are stopped and ``up`` prints one line per failure and exits with the
@@ -37,9 +38,18 @@ __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
 
 log = logging.getLogger(__name__)
 
-#: Every deployable, in start order; ingest is the HTTP front door.
-SERVICES: tuple[str, ...] = ("ingest", "recorder", "monitor", "triage", "evaluator")
-_HTTP = {"ingest": "build_http_app"}
+#: Every deployable, in start order; ingest is the HTTP front door, web the people's.
+SERVICES: tuple[str, ...] = (
+    "ingest", "recorder", "monitor", "triage", "evaluator", "retention", "web",
+)
+_HTTP = {"ingest": "build_http_app", "web": "build_http_app"}
+
+
+def _bind(name: str, settings: Settings) -> tuple[str, int]:
+    """Host and port of an HTTP service: ``settings.<name>.host`` / ``.port``."""
+    section = settings.web if name == "web" else settings.ingest
+    return section.host, section.port
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +114,7 @@ async def _run_stream(svc: ServiceApp, stop: asyncio.Event) -> None:
 class _Uvicorn:
     """A uvicorn server that leaves signal handling to :func:`run_services`."""
 
-    def __init__(self, app: Any, host: str, port: int) -> None:
+    def __init__(self, app: Any, host: str, port: int, **limits: Any) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
@@ -113,7 +123,7 @@ class _Uvicorn:
                 yield
 
         self.server = Server(uvicorn.Config(app, host=host, port=port, lifespan="on",
-                                            log_level="info"))
+                                            log_level="info", **limits))
 
     async def run(self, name: str, stop: asyncio.Event) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -176,7 +186,9 @@ async def run_services(
         async with asyncio.TaskGroup() as tg:
             for svc in apps:
                 if svc.kind == "http":
-                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port)
+                    host, port = _bind(svc.name, settings)
+                    limits = settings.ingest.uvicorn_limits() if svc.name == "ingest" else {}
+                    server = _Uvicorn(svc.app, host, port, **limits)
                     tg.create_task(server.run(svc.name, stop), name=svc.name)
                 else:
                     tg.create_task(_run_stream(svc, stop), name=svc.name)

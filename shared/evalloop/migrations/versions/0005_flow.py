@@ -18,7 +18,7 @@ Revision ID: 0005
 from evalloop.migrations import execute_script
 
 revision = "0005"
-down_revision = "0004"
+down_revision = "0010"  # after the migrations merged into main before it (re-chained)
 branch_labels = None
 depends_on = None
 
