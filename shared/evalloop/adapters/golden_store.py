@@ -262,7 +262,8 @@ async def store_version(conn: asyncpg.Connection, *, agent_id: str, golden_set_i
     review store (confirm, retire: ``docs/review.md``).
 
     Raises:
-        asyncpg.PostgresError: the caller maps it (it owns the transaction).
+        Exception: the driver's errors (``postgres.DRIVER_ERRORS``), unmapped: the caller maps
+            them (it owns the transaction).
     """
     digest = content_hash(cases)
     parent, old_cases = await latest_cases(conn, agent_id, golden_set_id, lock=True)
