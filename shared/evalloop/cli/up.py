@@ -77,7 +77,7 @@ def load_service(
 ) -> ServiceApp:
     """Import ``services.<name>.app`` and build its app from ``settings`` (nothing connects).
 
-    ``health`` (the other services' health) is given to the HTTP app, whose ``/healthz`` and
+    ``health`` (the other services' health) is given to ingest, whose ``/healthz`` and
     ``/readyz`` then report every service of the process.
 
     Raises:
@@ -94,7 +94,9 @@ def load_service(
             f"service {name!r}: module services.{name}.app is missing"
         ) from exc
     if name in _HTTP:
-        return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings, health=health))
+        # ingest's /healthz and /readyz report every service of the process
+        kwargs: dict[str, Any] = {"health": health} if name == "ingest" else {}
+        return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings, **kwargs))
     return ServiceApp(name, "stream", module.build_app(settings))
 
 
@@ -169,7 +171,8 @@ async def run_services(
     def process_health() -> list[dict[str, Any]]:
         out = []
         for a in apps:
-            service = a.app.evalloop_service() if a.kind == "stream" else None
+            getter = getattr(a.app, "evalloop_service", None) if a.kind == "stream" else None
+            service = getter() if getter is not None else None
             out.append(service.health() if service is not None else
                        {"service": a.name, "status": "ok" if a.kind == "http" else "starting",
                         "ready": a.kind == "http", "loops": []})
