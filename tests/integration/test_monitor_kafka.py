@@ -128,8 +128,9 @@ async def test_a_flood_of_agent_changes_over_kafka_is_one_job_per_version_and_co
         await consumer.start()
         await admin.start()
         try:
-            await KafkaBus(producer).publish_batch(topics.feedback_events, flood)
-            end = await ends(consumer, topics.feedback_events)
+            # the monitor reads what the recorder accepted (docs/operations.md)
+            await KafkaBus(producer).publish_batch(topics.feedback_recorded, flood)
+            end = await ends(consumer, topics.feedback_recorded)
             assert sum(end.values()) == 301
             async with asyncio.timeout(WAIT_S):
                 while True:
