@@ -58,7 +58,9 @@ class _Frozen(BaseModel):
 
 
 class GateRecord(_Frozen):
-    """One gate's verdict (see :class:`evalloop.core.evaluation.gates.GateResult`)."""
+    """One gate's verdict, explained (see :class:`evalloop.core.evaluation.gates.GateResult`:
+    the rule and clause that decided it, ``source`` ``rules`` or ``rules+model``, and the
+    second opinion's P(yes) as ``score``)."""
 
     gate: Literal["refusal", "escalation"]
     expected: bool
@@ -67,6 +69,10 @@ class GateRecord(_Frozen):
     kind: str | None = None
     evidence: str | None = None
     reason: str
+    rule: str | None = None
+    clause: str | None = None
+    source: str = "rules"
+    score: float | None = Field(None, ge=0.0, le=1.0)
 
     @classmethod
     def of(cls, result: GateResult) -> GateRecord:
