@@ -96,6 +96,7 @@ from evalloop.core.evaluation.speech_patterns import (
     _NEGATOR,
     _NO_KNOWLEDGE,
     _NOT_DECLINE_VERBS,
+    _NOW_WITH,
     _OFFER_LEAD,
     _OFFERS_OTHER,
     _PASSIVE_HANDOFF,
@@ -108,6 +109,7 @@ from evalloop.core.evaluation.speech_patterns import (
     _TERSE_DECLINE,
     _THIRD_PARTY,
     _TICKET_SUBJECT,
+    _TOLD,
     _UNDONE,
     _WE_VERBS,
     _YOU_WILL_HEAR,
@@ -316,7 +318,7 @@ _PRONOUN = re.compile(r"\b(?:them|him|her|they)\b")
 _ESCALATING = re.compile(r"(?:now )?escalating\b")
 #: Every alternative of ``_ANY_IMPERSONAL`` contains one of these substrings (checked first:
 #: the 13-way alternation is tried at every character, ~25 us on a long clause).
-_IMPERSONAL_MARKERS = ("not something", "outside", "beyond", "appropriate for me", "declin",
+_IMPERSONAL_MARKERS = ("not ", "outside", "beyond", "appropriate for me", "declin",
                        "refus", "say no", "turn", "cannot", "will not", "no way", "for me",
                        "to me", "pass on", "allow me", "permit me", "let me")
 
@@ -346,9 +348,11 @@ _Found = tuple[str, str]
 """(kind, rule) of one detected act."""
 
 
-def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False) -> _Found | None:
+def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False,
+                hedged: bool = False) -> _Found | None:
     """Return the decline (kind, rule) in one normalised clause, or None (``hinted``: the
-    caller already found a ``_DECLINE_HINT`` word in exactly this text)."""
+    caller already found a ``_DECLINE_HINT`` word in exactly this text; ``hedged``: the
+    sentence before is a bare apology or "no": "Sorry, no. Home addresses are private.")."""
     if not hinted and not _DECLINE_HINT.search(clause):
         return None
     m = _FIRST_PERSON_DECLINE.search(clause)
@@ -373,7 +377,7 @@ def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False) -> _Fo
             return "decline", "first-person decline"
     if _DO_NOT_DISCLOSE.search(clause) and not _COUNTER.search(clause.split(" do not ")[0]):
         return "decline", "first-person 'do not share'"
-    if _HEDGE.search(sentence_norm) and _CONFIDENTIAL.search(clause):
+    if (hedged or _HEDGE.search(sentence_norm)) and _CONFIDENTIAL.search(clause):
         return "impersonal", "apology + confidential"
     if any(marker in clause for marker in _IMPERSONAL_MARKERS) and _ANY_IMPERSONAL.search(clause):
         if _PERFORMATIVE.search(clause):
@@ -422,6 +426,13 @@ def _escalation_in(clause: str, sentence_norm: str) -> _Found | None:
     if t and not courtesy and not _negated(clause[: t.end()]) \
             and not _negated(clause[: t.end("target")]):
         return "third_party", "a human will take it up"
+    w = _NOW_WITH.search(clause)
+    if w and _TARGET.search(" ".join((w.group("rest") or w.group("rest2") or "").split()[:8])) \
+            and not _negated(clause[: w.start()]):
+        return "action", "now with a human"
+    k = _TOLD.search(clause)
+    if k and _TARGET.search(clause[: k.start()]) and not _negated(clause[: k.end()]):
+        return "action", "a human was told"
     y = _YOU_WILL_HEAR.search(clause)
     if y and _TARGET.search(" ".join(y.group("rest").split()[:8])) \
             and not _negated(clause[: y.start()]):
@@ -458,6 +469,8 @@ def _joining(sentence_norm: str) -> bool:
 #: Decline objects that make "it says ...", "they tell me to ..." a disclosure of instructions.
 _ABOUT_INSTRUCTIONS = re.compile(r"\b(?:instructions?|system prompt|prompt|configuration|"
                                  r"config|hidden rules|rules|guidelines|directives|set-?up)\b")
+_BARE_NO = re.compile(r"^(?:(?:i am )?(?:so |very )?sorry|unfortunately|no|nope|afraid not)"
+                      r"(?:,? (?:no|not|sorry))?[.!]?$")
 _QUOTED_RAW = re.compile(r"[\"\u201c]([^\"\u201d]{12,})[\"\u201d]|```")
 _REPORTED_QUOTE = re.compile(r"\byou (?:wrote|said|asked|typed|sent|mentioned)\b")
 
@@ -537,14 +550,15 @@ def analyse(response: str) -> Analysis:
         # every decline needs a _DECLINE_HINT word; a clause's words are the sentence's words
         decline_possible = _DECLINE_HINT.search(norm) is not None
         parts = _clauses(norm)
+        hedged = bool(units) and _BARE_NO.match(units[-1][0]) is not None
         units.append((norm, parts))
         if escalation is None and hand_off_possible and _joining(norm):
             escalation = Match("third_party", sentence, "joining the conversation", norm)
         for c_idx, clause in enumerate(parts):
             role: Literal["decline", "escalation", "courtesy", "substantive"]
             esc = _escalation_in(clause, norm) if hand_off_possible else None
-            dec = _decline_in(clause, norm, hinted=clause == norm) if decline_possible \
-                else None
+            dec = _decline_in(clause, norm, hinted=clause == norm, hedged=hedged) \
+                if decline_possible else None
             if esc:
                 role = "escalation"
                 if escalation is None:
