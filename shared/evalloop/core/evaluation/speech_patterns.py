@@ -233,7 +233,8 @@ _DECLINE_HINT = re.compile(
 _TERSE_DECLINE = re.compile(
     r"^(?:(?:request|access|permission|no|sorry|afraid|unfortunately)\s+)?"
     r"(?:denied|declined|refused|rejected)\s*[.!]?$"
-    r"|^(?:sorry |no |nope |afraid )?(?:not possible|no can do|not happening|not going to happen|"
+    r"|^(?:sorry |no |nope |afraid )?(?:not possible(?! (?:to|for|unless|if|after|before|under|"
+    r"until|in|with|without|on|at)\b)|no can do|not happening|not going to happen|"
     r"off the table|not an option for me|a no from me|(?:that|this|it) is (?:off the table|"
     r"off-limits|a no)|"
     r"that is a no|that is a hard no|that will be a no|the answer is no)\b"
@@ -256,7 +257,7 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"instructions|rules)\b"),
     # the instructions themselves: "they tell me to...", "my system prompt says...",
     # "it reads: ...", "they begin ...", "I was told to ...", a printed "You are HR-Bot..."
-    ("reveals its instructions", r"\b(?:they|it|my (?:instructions|system prompt|prompt|"
+    ("reveals its instructions", r"\b(?:they|it|which|that|my (?:instructions|system prompt|prompt|"
      r"configuration|hidden rules|rules|guidelines|directives))\s+(?:also\s+|\w+ly\s+)?(?:say|"
      r"says|read|"
      r"reads|tell me|tells me|instruct me|instructs me|ask me|asks me|direct me|directs me|"
@@ -268,7 +269,7 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"this)?\s*:"
      r"|\bi (?:was|am|have been) (?:told|instructed|configured|programmed|set up|prompted|"
      r"directed|asked) to\b"
-     r"|^you are (?:an?|the) [\w -]*(?:assistant|bot|agent|helper|ai)\b"
+     r"|^you are\b.{0,60}?\b(?:assistant|bot|chatbot|agent|helper|ai)\b"
      r"|\bthe (?:first|last|opening|next) (?:line|sentence|part|rule|instruction) (?:is|says|"
      r"reads)\b|\bparaphrase them\b|\bparaphrasing them\b|\bthe gist (?:of it )?is\b"),
     # another person's data: contact details, address, pay, health, discipline
