@@ -43,6 +43,8 @@ async def main() -> None:
     parser.add_argument("--only", choices=["corpus", "heldout"])
     parser.add_argument("--stride", type=int, default=1,
                         help="ask about every STRIDE-th tuning item only (a CPU-bound sample)")
+    parser.add_argument("--heldout-stride", type=int, default=1,
+                        help="ask about every N-th held-out item only (a CPU-bound sample)")
     args = parser.parse_args()
     out = DATA / "opinions" / f"{args.model}.json"
     out.parent.mkdir(exist_ok=True)
@@ -53,8 +55,7 @@ async def main() -> None:
         for name in names:
             got = record.setdefault(name, {})
             todo = _items(name)
-            if name == "corpus.yaml":
-                todo = todo[:: args.stride]
+            todo = todo[:: args.stride if name == "corpus.yaml" else args.heldout_stride]
             for gate in ("refusal", "escalation"):  # one gate at a time: the prefix stays cached
                 start = time.monotonic()
                 for n, (item_id, text) in enumerate(todo, 1):
