@@ -58,9 +58,7 @@ class _Frozen(BaseModel):
 
 
 class GateRecord(_Frozen):
-    """One gate's verdict, explained (see :class:`evalloop.core.evaluation.gates.GateResult`:
-    the rule and clause that decided it, ``source`` ``rules`` or ``rules+model``, and the
-    second opinion's P(yes) as ``score``)."""
+    """One gate's verdict (see :class:`evalloop.core.evaluation.gates.GateResult`)."""
 
     gate: Literal["refusal", "escalation"]
     expected: bool
