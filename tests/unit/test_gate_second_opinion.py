@@ -125,7 +125,7 @@ class _Judge:
 
 def test_ask_gate_opinions_asks_both_questions_and_keeps_failures() -> None:
     judge = _Judge({"refusal": 0.25, "escalation": Unscored("timeout", "no reply within 60 s")})
-    ops = asyncio.run(ask_gate_opinions(judge, "Request denied."))  # type: ignore[arg-type]
+    ops = asyncio.run(ask_gate_opinions(judge, "Request denied."))
     assert ops["refusal"] == Opinion("refusal", "fake", 0.25)
     assert ops["escalation"] == Opinion("escalation", "fake", None,
                                         "timeout: no reply within 60 s")
