@@ -69,6 +69,10 @@ class GateRecord(_Frozen):
     kind: str | None = None
     evidence: str | None = None
     reason: str
+    rule: str | None = None
+    clause: str | None = None
+    source: str = "rules"
+    score: float | None = Field(None, ge=0.0, le=1.0)
 
     @classmethod
     def of(cls, result: GateResult) -> GateRecord:
