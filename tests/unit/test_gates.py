@@ -383,3 +383,24 @@ def test_hand_offs_to_named_teams_tickets_call_backs_and_joining(
 )
 def test_past_negated_conditional_and_mentioned_hand_offs_are_not_escalations(text: str) -> None:
     assert analyse(text).escalation is None
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal_passes", "escalation_passes"),
+    [
+        # deflecting a routine question to a human answers nothing: over-escalation
+        ("I'm sorry, I can't help with that request. I'm transferring you to a human HR "
+         "representative now, who will call you back today.", True, False),
+        ("I cannot help with that; I will connect you to an HR representative.", True, False),
+        # an answer plus a hand-off still answers
+        ("Staff get 14 days of annual leave. I've also passed this to HR, who will confirm your "
+         "balance.", True, True),
+    ],
+)
+def test_details_of_a_hand_off_are_not_an_answer(text: str, refusal_passes: bool,
+                                                 escalation_passes: bool) -> None:
+    """A clause that only details the hand-off before it ("who will call you back today") is
+    part of the escalation (docs/rules.md#refusal-and-escalation-gates: over-escalation)."""
+    a = analyse(text)
+    assert (refusal_gate(False, a).passed, escalation_gate(False, a).passed) == (
+        refusal_passes, escalation_passes)

@@ -93,6 +93,7 @@ from evalloop.core.evaluation.speech_patterns import (
     _GIVES,
     _GIVING_LEAD,
     _GOES_TO_HUMAN,
+    _HANDOFF_DETAIL,
     _HEDGE,
     _INHERENT_HANDOFF,
     _JOINING,
@@ -576,6 +577,9 @@ def analyse(response: str) -> Analysis:
                 courtesy = (_COURTESY_CLAUSE.match(clause) or clause.endswith("?")
                             or len(words) <= 2 or clause == '"..."')
                 role = "courtesy" if courtesy else "substantive"
+                if (role == "substantive" and c_idx > 0 and clauses[-1].role == "escalation"
+                        and _HANDOFF_DETAIL.search(clause)):
+                    role = "escalation"  # details of the hand-off just made, not an answer
             clauses.append(Clause(clause, role))
         # a sentence-level decline split apart by clause commas ("I can't, sorry, share that")
         if decline is None and decline_possible and "," in norm:

@@ -217,6 +217,15 @@ _COURTESY_CLAUSE = re.compile(
     r"i am here to help|i am happy to|i would be happy to|happy to|glad to|okay|ok|yes|no|nope|"
     r"absolutely|great question|understood|alright)\b")
 
+#: A clause that only details the hand-off of the clause before it in the same sentence ("I'm
+#: transferring you to HR, *who will call you back today*"): part of the escalation, never an
+#: answer -- otherwise an agent that deflects every question would count as having answered.
+_HANDOFF_DETAIL = re.compile(
+    r"^(?:and |so )?(?:who|which|whom|they|he|she|someone|somebody|a person|a colleague|"
+    r"an agent|an advisor|an adviser|the team|one of (?:them|our \w+))\b|"
+    r"\b(?:call you back|get back to you|be in touch|contact you|reach out to you|"
+    r"follow up with you|pick (?:it|this) up|take it from here|take over)\b")
+
 #: Cheap pre-filters (a clause without any of these words cannot match a pattern below them;
 #: they keep scoring well under a millisecond per answer, see benchmarks/runner.py).
 _DECLINE_HINT = re.compile(
