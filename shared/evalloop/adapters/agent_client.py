@@ -50,13 +50,28 @@ class AgentCallError(AgentError):
 @dataclass(frozen=True, slots=True)
 class AgentReply:
     """One answer: ``text``, the ``format`` it came in, ``latency_ms`` (all attempts incl.
-    backoff, milliseconds), ``attempts`` made and the final ``status_code``."""
+    backoff, milliseconds), ``attempts`` made and the final ``status_code``; ``context_ids``:
+    the passages the agent says it retrieved (its ``X-Context-Chunks`` header, comma-separated
+    ids; empty when it sent none, see ``docs/readiness.md#retrieved-context``)."""
 
     text: str
     format: ResponseFormat
     latency_ms: float
     attempts: int
     status_code: int
+    context_ids: tuple[str, ...] | None = None
+
+
+#: Response header in which an agent lists the passage ids it retrieved (comma-separated).
+CONTEXT_HEADER = "x-context-chunks"
+
+
+def context_ids(value: str | None) -> tuple[str, ...] | None:
+    """The chunk ids of an ``X-Context-Chunks`` header value (``None``: no header; ``()``: the
+    agent retrieved nothing)."""
+    if value is None:
+        return None
+    return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
 def parse_header(raw: str) -> tuple[str, str]:
@@ -174,7 +189,8 @@ class AgentClient:
                 await client.aclose()
 
     async def _attempt(self, client: httpx.AsyncClient, payload: dict[str, object],
-                       on_sent: Callable[[], None] | None) -> tuple[bytes, str | None, int]:
+                       on_sent: Callable[[], None] | None
+                       ) -> tuple[bytes, str | None, int, str | None]:
         # same request as client.post(json=payload): headers, Content-Length, JSON encoding
         request = client.build_request("POST", self._url, json=payload)
         if on_sent is not None:
@@ -193,7 +209,8 @@ class AgentClient:
         status = response.status_code
         if status >= 500 or status == 429:
             raise _Retryable("http_5xx", f"HTTP {status}: {response.text[:200]}", status)
-        return response.content, response.headers.get("content-type"), status
+        return (response.content, response.headers.get("content-type"), status,
+                response.headers.get(CONTEXT_HEADER))
 
     async def ask(self, text: str, *, on_sent: Callable[[], None] | None = None,
                   slot: int | None = None) -> AgentReply:
@@ -223,7 +240,7 @@ class AgentClient:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempts - 1))
             attempts += 1
             try:
-                body, ctype, status = await self._attempt(client, payload, on_sent)
+                body, ctype, status, ctx = await self._attempt(client, payload, on_sent)
             except _Retryable as exc:
                 last = exc
                 continue
@@ -239,7 +256,8 @@ class AgentClient:
                 raise AgentCallError(AgentFailure(
                     kind="malformed_response", message=str(exc), http_status=status,
                     attempts=attempts), elapsed) from exc
-            return AgentReply(found.text, found.format, elapsed, attempts, status)
+            return AgentReply(found.text, found.format, elapsed, attempts, status,
+                              context_ids(ctx))
         assert last is not None
         raise AgentCallError(AgentFailure(kind=last.kind, message=last.message,
                                           http_status=last.status, attempts=attempts),

@@ -42,6 +42,7 @@ EVENT_MODELS: dict[str, Any] = {
     "reeval_requested": events.ReevalRequested,
     "reeval_completed": events.ReevalCompleted,
     "candidate_proposed": events.CandidateProposed,
+    "readiness_decided": events.ReadinessDecided,
 }
 
 _DEFAULT_ROOT = Path("schemas")

@@ -1,0 +1,106 @@
+"""Claims, their category, nearest passage and suggested correction (exact values)."""
+
+from __future__ import annotations
+
+from evalloop.core.readiness.hallucination import (
+    KnowledgePassage,
+    classify_claim,
+    nearest_passages,
+    split_claims,
+    summarise,
+)
+
+UPTIME = KnowledgePassage("kb/uptime", "We are targeting 99.9% uptime for the service. "
+                                       "Maintenance windows are announced.")
+LEAVE = KnowledgePassage("kb/leave", "Employees receive 14 days of annual leave per year.")
+OLD_LEAVE = KnowledgePassage("kb/leave@2024", "Employees receive 12 days of annual leave per "
+                             "year.", status="superseded", superseded_by="kb/leave")
+PASSAGES = [UPTIME, LEAVE, OLD_LEAVE]
+HISTORY = {p.id: p for p in PASSAGES}
+
+
+def check(claim: str, score: float | None, superseded: float | None = None):  # type: ignore[no-untyped-def]
+    return classify_claim("c1", 0, claim, score, PASSAGES, support_superseded=superseded,
+                          history=HISTORY)
+
+
+def test_split_claims_sentences_clauses_and_no_filler() -> None:
+    answer = ("We target 99.9% uptime, e.g. on weekdays. Staff get 14 days of leave; managers "
+              "get 18 days.\n- Apply in the portal.\nLet me know if you need more. Is that ok? "
+              "Yes.")
+    assert split_claims(answer) == ["We target 99.9% uptime, e.g. on weekdays.",
+                                    "Staff get 14 days of leave", "managers get 18 days.",
+                                    "Apply in the portal."]
+    assert split_claims("") == []
+
+
+def test_exaggerated_number_with_correction_from_the_nearest_passage() -> None:
+    f = check("We guarantee 99.99% uptime for the service.", 0.1)
+    assert f.category == "exaggerated" and f.supported is False
+    assert f.reason == "states 99.99% where kb/uptime says 99.9% (support 0.10)"
+    assert f.nearest_passage_id == "kb/uptime"
+    assert f.correction == "We are targeting 99.9% uptime for the service. (from kb/uptime)"
+
+
+def test_exaggerated_absolute_word() -> None:
+    f = check("Employees always receive 14 days of annual leave per year.", 0.3)
+    assert f.category == "exaggerated"
+    assert f.reason == "says 'always', which kb/leave does not (support 0.30)"
+
+
+def test_outdated_is_backed_only_by_superseded_text() -> None:
+    f = check("Employees receive 12 days of annual leave per year.", 0.2, superseded=0.9)
+    assert f.category == "outdated"
+    assert f.reason == ("backed only by superseded kb/leave@2024 (support 0.90); the current "
+                        "passages give 0.20")
+    assert f.correction == ("Employees receive 14 days of annual leave per year. (from kb/leave, "
+                            "which superseded kb/leave@2024)")
+    assert f.nearest_passage_id == "kb/leave@2024"
+
+
+def test_fabricated_when_nothing_resembles_it() -> None:
+    f = check("The cafeteria serves free sushi on Fridays.", 0.05)
+    assert f.category == "fabricated"
+    assert f.reason == ("nothing in the passages resembles it (best similarity 0.00, 0% of its "
+                        "content words in any passage; support 0.05)")
+    assert f.correction == "remove the claim: no passage states anything like it"
+
+
+def test_conflated_and_implicit_assumption() -> None:
+    f = check("Maintenance windows give employees extra leave days.", 0.2)
+    assert f.category == "conflated"
+    assert f.reason == ("mixes kb/leave and kb/uptime: each covers at most 50% of its content "
+                        "words, together 83% (support 0.20)")
+    f = check("Annual leave of 14 days can be carried over to next year.", 0.2)
+    assert f.category == "implicit_assumption"
+    assert f.reason.startswith("on the topic of kb/leave (similarity ")
+
+
+def test_supported_and_unscored_claims_have_no_category() -> None:
+    f = check("Employees receive 14 days of annual leave per year.", 0.9)
+    assert (f.category, f.supported, f.correction) == (None, True, None)
+    assert f.reason == "supported (score 0.90)"
+    f = classify_claim("c1", 2, "Employees receive leave.", None, PASSAGES,
+                       unscored_reason="timeout: 30 s")
+    assert (f.category, f.supported, f.reason) == (None, None, "unscored: timeout: 30 s")
+    assert f.passages == ("kb/uptime", "kb/leave", "kb/leave@2024")
+
+
+def test_nearest_passages_ranks_by_similarity() -> None:
+    ranked = nearest_passages("annual leave days", PASSAGES)
+    assert [p.id for p, _ in ranked][:2] in (["kb/leave", "kb/leave@2024"],
+                                             ["kb/leave@2024", "kb/leave"])
+    assert ranked[-1][0].id == "kb/uptime" and ranked[-1][1] == 0.0
+    assert nearest_passages("anything", []) == []
+
+
+def test_summary_counts_every_category() -> None:
+    findings = [check("We guarantee 99.99% uptime for the service.", 0.1),
+                check("The cafeteria serves free sushi on Fridays.", 0.05),
+                check("Employees receive 14 days of annual leave per year.", 0.9),
+                classify_claim("c2", 0, "Employees receive leave.", None, PASSAGES)]
+    s = summarise(findings)
+    assert (s.claims, s.supported, s.unscored, s.hallucinated) == (4, 1, 1, 2)
+    assert dict(s.by_category) == {"fabricated": 1, "exaggerated": 1, "conflated": 0,
+                                   "outdated": 0, "implicit_assumption": 0}
+    assert [f.category for f in s.findings] == ["exaggerated", "fabricated"]
