@@ -10,7 +10,8 @@ Tree::
     ├── BusError               Kafka (or the in-process bus) refused a publish/consume
     ├── EmbeddingError         the embedder could not load or encode
     ├── GoldenSetError         a golden set or eval-case file is malformed or missing
-    └── AgentError             the agent under evaluation was unreachable / timed out / 5xx
+    ├── AgentError             the agent under evaluation was unreachable / timed out / 5xx
+    └── JudgeError             the judge could not start (weights missing or corrupt, server died)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "GoldenSetError",
     "InvalidBatch",
     "InvalidEvent",
+    "JudgeError",
     "StorageError",
 ]
 
@@ -117,3 +119,10 @@ class GoldenSetError(EvalloopError):
 
 class AgentError(EvalloopError):
     """The agent endpoint was unreachable, timed out, or answered 5xx after retries."""
+
+
+class JudgeError(EvalloopError):
+    """The judge could not be set up: weights missing or failing their SHA-256, the server died.
+
+    A failure of one judge *question* is never raised: that dimension is unscored instead.
+    """

@@ -8,6 +8,7 @@ import typer
 from pydantic import ValidationError
 
 from evalloop.cli import agent, demo, eval_cmd, golden, jobs, queue, replay, schemas, up
+from evalloop.cli import judge as judge_cmd
 
 app = typer.Typer(
     name="evalloop",
@@ -24,6 +25,7 @@ app.add_typer(golden.app, name="golden")
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(agent.app, name="agent")
 app.add_typer(schemas.app, name="schemas")
+app.add_typer(judge_cmd.app, name="judge")
 
 
 
