@@ -167,14 +167,17 @@ async def save_scores(db: Executor, run_id: UUID,
 
 
 async def save_claims(db: Executor, run_id: UUID, agent_id: str | None,
-                      findings: Sequence[ClaimFinding], judged_at: datetime) -> None:
-    """Replace the run's hallucination claims with ``findings``.
+                      case_ids: Sequence[str], findings: Sequence[ClaimFinding],
+                      judged_at: datetime) -> None:
+    """Replace the claims of the cases in ``case_ids`` (every judged case, including those with
+    no claim) with ``findings``.
 
     Raises:
         StorageError: PostgreSQL failed.
     """
     with _storage("store claims"):
-        await db.execute("DELETE FROM hallucination_claims WHERE run_id = $1", run_id)
+        await db.execute("DELETE FROM hallucination_claims WHERE run_id = $1"
+                         " AND case_id = ANY($2::text[])", run_id, list(case_ids))
         await db.executemany(
             """
             INSERT INTO hallucination_claims (run_id, case_id, claim_index, agent_id, claim,

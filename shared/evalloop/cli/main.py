@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from evalloop.cli import agent, demo, eval_cmd, golden, jobs, queue, replay, schemas, up
 from evalloop.cli import judge as judge_cmd
+from evalloop.cli import readiness as readiness_cmd
 
 app = typer.Typer(
     name="evalloop",
@@ -26,6 +27,10 @@ app.add_typer(jobs.app, name="jobs")
 app.add_typer(agent.app, name="agent")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(judge_cmd.app, name="judge")
+app.add_typer(readiness_cmd.gate_app, name="gate")
+app.add_typer(readiness_cmd.deploy_app, name="deploy")
+app.add_typer(readiness_cmd.baseline_app, name="baseline")
+app.add_typer(readiness_cmd.report_app, name="report")
 
 
 

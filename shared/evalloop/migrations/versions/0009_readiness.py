@@ -20,7 +20,7 @@ Revision ID: 0009
 from evalloop.migrations import execute_script
 
 revision = "0009"
-down_revision = "0004"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
