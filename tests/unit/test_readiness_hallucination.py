@@ -104,3 +104,24 @@ def test_summary_counts_every_category() -> None:
     assert dict(s.by_category) == {"fabricated": 1, "exaggerated": 1, "conflated": 0,
                                    "outdated": 0, "implicit_assumption": 0}
     assert [f.category for f in s.findings] == ["exaggerated", "fabricated"]
+
+
+def test_shipped_knowledge_has_history_for_the_outdated_check() -> None:
+    from evalloop.readiness.knowledge import Knowledge
+
+    k = Knowledge.shipped(["hr"])
+    (old, current), unknown = k.resolve(["hr-policy/leave/annual-leave/1@2019",
+                                         "hr-policy/leave/annual-leave/1", "kb-auth-001"])
+    assert unknown == ["kb-auth-001"]
+    assert (old.status, old.superseded_by, current.status) == (
+        "superseded", "hr-policy/leave/annual-leave/1", "current")
+    assert "12 working days 16 working days" in old.text
+    assert "14 working days 18 working days" in current.text
+    assert k.by_id["hr-policy/benefits/fitness-subsidy"].status == "retired"
+    claim = "Staff on Grade N4 and above get 16 working days of annual leave."
+    f = classify_claim("r001", 0, claim, 0.2, [old, current], support_superseded=0.8,
+                       history=k.by_id)
+    assert f.category == "outdated"
+    assert f.correction is not None and f.correction.endswith(
+        "(from hr-policy/leave/annual-leave/1, which superseded "
+        "hr-policy/leave/annual-leave/1@2019)")
