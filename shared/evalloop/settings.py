@@ -239,6 +239,7 @@ class ReadinessSettings(BaseModel):
     judge_timeout_s: float = Field(60.0, gt=0)
     judge_concurrency: int = Field(1, ge=1)
     judge_sample: int | None = Field(None, ge=1)
+    max_claims: int = Field(8, ge=0, description="claims checked per answer at most")
     composite_bar: float = Field(0.80, ge=0, le=1,
                                  description="advisory composite bar (evalloop's choice)")
     conditional_go_exit: int = Field(0, ge=0, le=1, description="exit code of CONDITIONAL GO")

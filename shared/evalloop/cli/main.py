@@ -31,6 +31,7 @@ app.add_typer(readiness_cmd.gate_app, name="gate")
 app.add_typer(readiness_cmd.deploy_app, name="deploy")
 app.add_typer(readiness_cmd.baseline_app, name="baseline")
 app.add_typer(readiness_cmd.report_app, name="report")
+app.command("ab")(readiness_cmd.ab)
 
 
 

@@ -10,6 +10,8 @@
 * ``deploy record RUN``: the run's configuration went to production (a baseline candidate).
 * ``baseline pin RUN`` / ``baseline unpin --agent A`` / ``baseline show --agent A``.
 * ``report hallucinations [--agent A] [--since 7d] [--run RUN] [--json]``.
+* ``ab --agent-a URL --agent-b URL [--golden-set FILE] [--sample N] [--json]``: both
+  configurations on the same cases at the same time, judged and compared.
 
 The database: ``--db DSN``, else ``EVALLOOP_POSTGRES__DSN``, else the embedded server.
 """
@@ -24,6 +26,7 @@ import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 from uuid import UUID
 
@@ -40,7 +43,7 @@ from evalloop.errors import BusError, ConfigError, EvalloopError, JudgeError, St
 from evalloop.events import utc_now
 from evalloop.settings import Settings
 
-__all__ = ["baseline_app", "deploy_app", "gate_app", "parse_since", "report_app"]
+__all__ = ["ab", "baseline_app", "deploy_app", "gate_app", "parse_since", "report_app"]
 
 T = TypeVar("T")
 _out = Console(highlight=False, soft_wrap=True)
@@ -175,7 +178,8 @@ def decide_cmd(
                 assert j is not None
                 res = await judge_run(pool, j, run_id, knowledge=Knowledge.shipped(),
                                       sample=sample or cfg.judge_sample, rejudge=rejudge,
-                                      concurrency=cfg.judge_concurrency)
+                                      concurrency=cfg.judge_concurrency,
+                                      max_claims=cfg.max_claims)
                 judged = {"judge": j.model, "judged": res.judged, "answered": res.answered,
                           "sampled": res.sampled, "claims": res.claims,
                           "calls": res.usage.calls, "cache_hits": res.usage.cache_hits,
@@ -396,3 +400,52 @@ def report_hallucinations(
                        f"{escape(text[:240])}{'...' if len(text) > 240 else ''}")
         if c["correction"]:
             _out.print(f"  suggested correction: {escape(c['correction'])}")
+
+
+def ab(
+    agent_a: Annotated[str, typer.Option("--agent-a", help="endpoint URL of configuration A")],
+    agent_b: Annotated[str, typer.Option("--agent-b", help="endpoint URL of configuration B")],
+    golden_set: Annotated[Path | None, typer.Option(
+        "--golden-set", help="golden-set JSON or eval-set YAML (default: the shipped HR set)")
+    ] = None,
+    label: Annotated[str, typer.Option(
+        "--agent", help="the agent id the cases and both runs are stored under")] = "ab",
+    sample: Annotated[int | None, typer.Option(
+        min=1, help="judge at most N cases (the same ones on both sides)")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="requests in flight per side")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="print the JSON report")] = False,
+    db: DbOption = None,
+) -> None:
+    """Run the same cases against A and B at the same time, judge both, and report per
+    dimension both means, the paired difference with its interval and p-value, the most
+    divergent cases with both answers, and which version is better and by how much."""
+    from evalloop.cli.eval_cmd import bundled_evals
+    from evalloop.core.evaluation.cases import load_eval_file
+    from evalloop.readiness.ab import ab_json, render_ab, run_ab
+    from evalloop.readiness.judges import open_judge
+
+    for name, url in (("--agent-a", agent_a), ("--agent-b", agent_b)):
+        if not url.startswith(("http://", "https://")):
+            raise typer.BadParameter(f"expected an http(s) URL, got {url!r}", param_hint=name)
+    try:
+        eval_set = load_eval_file(golden_set or bundled_evals())
+    except EvalloopError as exc:
+        raise _fail(2, str(exc)) from exc
+    cfg = Settings().readiness
+    if cfg.judge == "off":
+        raise _fail(2, "A/B needs a judge: readiness.judge is off "
+                       "(EVALLOOP_READINESS__JUDGE=embedded|openai)")
+
+    async def work(pool: asyncpg.Pool) -> dict[str, Any]:
+        async with open_judge(cfg, pool) as judge:
+            assert judge is not None
+            res = await run_ab(pool, judge, eval_set, agent_a, agent_b, agent_id=label,
+                               concurrency=concurrency, sample=sample or cfg.judge_sample,
+                               timeout_s=cfg.judge_timeout_s)
+        return ab_json(res)
+
+    data = _with_pool(db, work)
+    if as_json:
+        sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
+    else:
+        _out.print(escape(render_ab(data)))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -150,7 +150,8 @@ async def _judge_case(judge: Judge, case: store.RunCase, knowledge: Knowledge,
 
 async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge: Knowledge,
                     sample: int | None = None, rejudge: bool = False, concurrency: int = 1,
-                    max_claims: int = MAX_CLAIMS) -> JudgeRunResult:
+                    max_claims: int = MAX_CLAIMS,
+                    case_ids: Collection[str] | None = None) -> JudgeRunResult:
     """Judge the answered cases of stored run ``run_id`` and store scores and claims.
 
     Args:
@@ -164,6 +165,7 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
             answer free).
         concurrency: cases judged at once.
         max_claims: claims checked per answer at most.
+        case_ids: judge only these cases (``None``: every answered one).
 
     Raises:
         UnknownRun: no such run.
@@ -176,7 +178,8 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
         raise UnknownRun(f"no evaluation run {run_id}: see `evalloop jobs list` for run ids")
     cases = await store.load_cases(pool, run_id)
     answered = [c for c in cases if c.answer]
-    todo = [c for c in answered if rejudge or not c.scores]
+    todo = [c for c in answered if (rejudge or not c.scores)
+            and (case_ids is None or c.case_id in case_ids)]
     sampled = sample is not None and sample < len(todo)
     if sample is not None:
         keep = set(sample_conversations(str(run_id), [c.case_id for c in todo], sample))
