@@ -37,6 +37,7 @@ HR = load_eval_file(bundled_evals())
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WAIT_S + 300)
 async def test_reevaluation_from_trigger_to_decision_with_the_embedded_judge(
     settings: Settings, topics: Topics, pool: asyncpg.Pool
 ) -> None:

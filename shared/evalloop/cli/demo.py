@@ -46,6 +46,12 @@ def demo(
     )] = "ingest",
     limit: Annotated[int | None, typer.Option(help="replay only the first N events")] = None,
     verbose: Annotated[bool, typer.Option(help="log the services' INFO messages")] = False,
+    judge: Annotated[str, typer.Option(
+        help="embedded (the llama.cpp judge scores a sample of each run: the readiness "
+        "verdict) | off")] = "embedded",
+    judge_sample: Annotated[int, typer.Option(
+        min=1, help="answered cases the judge scores per run (the same cases in the baseline "
+        "and the re-evaluation)")] = 3,
 ) -> None:
     """Run the whole loop in one process on replayed FeedbackQA/tau-bench feedback and report
     what it found (events, negative rates, re-evaluations and their runs, clusters, candidates).
@@ -65,8 +71,12 @@ def demo(
     console = Console() if sys.stdout.isatty() else Console(width=140)
     cfg: Literal["weak", "standard"] = "weak" if agent_config == "weak" else "standard"
     mode: Literal["ingest", "bus"] = "ingest" if via == "ingest" else "bus"
+    if judge not in ("embedded", "off"):
+        raise typer.BadParameter(f"expected embedded or off, got {judge!r}", param_hint="--judge")
+    judge_mode: Literal["embedded", "off"] = "embedded" if judge == "embedded" else "off"
     options = DemoOptions(span_hours=span_hours, seed=seed, keep=keep, full=full, source=source,
-                          agent_config=cfg, via=mode, limit=limit)
+                          agent_config=cfg, via=mode, limit=limit, judge=judge_mode,
+                          judge_sample=judge_sample)
     try:
         report = asyncio.run(run_demo(options, console))
     except BaseException as exc:

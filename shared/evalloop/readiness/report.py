@@ -19,7 +19,8 @@ from evalloop.core.readiness.regression import RegressionReport
 from evalloop.core.readiness.scores import DIMENSIONS, MINIMUMS
 from evalloop.events import ReevalRequested
 
-__all__ = ["decision_report", "hallucination_counts", "paired_json", "render_text"]
+__all__ = ["decision_report", "hallucination_counts", "paired_json", "render_summary",
+           "render_text"]
 
 
 def _num(x: float | None, digits: int = 6) -> float | None:
@@ -163,3 +164,48 @@ def render_text(report: Mapping[str, Any]) -> str:
         lines.append(f"re-evaluation scheduled: job {report['reeval']['job_id']} due "
                      f"{report['reeval']['due_at'][:19]}Z")
     return "\n".join(lines)
+
+
+def render_summary(report: Mapping[str, Any]) -> list[str]:
+    """The verdict in a few lines (the demo's): decision and why, scores and composite,
+    regression against the baseline, hallucination counts, the first remediation items."""
+    lines = [f"readiness verdict: {report['decision']}"]
+    lines += [f"  why: {w}" for w in report["why"][:5]]
+    judged = report.get("judged") or {}
+    if judged.get("error"):
+        lines.append(f"  judge: {judged['error']}")
+    elif judged:
+        lines.append(
+            f"  judge {judged.get('judge')}: {judged.get('judged')} of {judged.get('answered')} "
+            f"answered cases scored{' (a sample)' if judged.get('sampled') else ''}, "
+            f"{judged.get('calls')} questions, {judged.get('cache_hits')} from cache, "
+            f"{judged.get('seconds')} s")
+    scores = report["scores"]
+    lines.append("  scores: " + ", ".join(
+        f"{d} {_f(scores[d]['mean'], '.2f')}" for d in DIMENSIONS))
+    comp = scores["composite"]
+    lo, hi = comp["ci95"]
+    lines.append(f"  composite {_f(comp['mean'])}" + ("" if lo is None else
+                                                      f" (95% CI {lo:.3f}-{hi:.3f})")
+                 + f" over {comp['n']} cases")
+    reg = report["regression"]
+    if reg.get("baseline_run_id") is None:
+        lines.append(f"  regression: none ({reg['baseline']})")
+    else:
+        c = reg["dimensions"]["composite"]
+        p = "-" if c["p"] is None else f"{c['p']:.4f}"
+        lines.append(
+            f"  regression vs {reg['baseline']} run {reg['baseline_run_id'][:8]} on "
+            f"{reg['shared_cases']} shared cases: composite {_f(c['mean_baseline'])} -> "
+            f"{_f(c['mean_current'])} (diff {_f(c['mean_diff'], '+.3f')}, p = {p}; smallest "
+            f"drop detectable at 80% power {_f(c['detectable_drop_80'])}); "
+            f"{len(reg['case_regressions'])} case regression(s)"
+            + (f"; warnings: {', '.join(d for d, x in reg['dimensions'].items() if x['warning'])}"
+               if any(x["warning"] for x in reg["dimensions"].values()) else ""))
+    h = report["hallucinations"]
+    lines.append(f"  hallucinations: {h.get('claims', 0)} claims checked, "
+                 f"{h.get('supported', 0)} supported; "
+                 + ", ".join(f"{c} {h.get(c, 0)}" for c in CATEGORIES))
+    for r in report["remediation"][:3]:
+        lines.append(f"  fix {r['check']}: {r['cause']} - {r['fix']}")
+    return lines

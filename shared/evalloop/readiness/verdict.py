@@ -53,8 +53,8 @@ from evalloop.readiness.knowledge import Knowledge
 from evalloop.readiness.report import decision_report, hallucination_counts
 from evalloop.topics import Topics
 
-__all__ = ["JudgeRunResult", "UnknownRun", "Verdict", "decide_run", "judge_run",
-           "reeval_job_id"]
+__all__ = ["JudgeRunResult", "UnknownRun", "Verdict", "case_scores", "decide_run", "judge_run",
+           "reeval_job_id", "sample_key"]
 
 log = logging.getLogger("evalloop.readiness")
 
@@ -67,6 +67,15 @@ MAX_CLAIMS = 8
 
 class UnknownRun(EvalloopError):
     """No stored run has this id (a usage error: exit 2)."""
+
+
+def sample_key(info: store.RunInfo) -> str:
+    """The seed of a run's judge sample: ``<agent>:<golden-set version>`` when the run names
+    both, so consecutive runs of one agent on one version judge the **same** cases and
+    regression has shared cases to compare; else the run id."""
+    if info.agent_id is not None and info.golden_set_version_id is not None:
+        return f"{info.agent_id}:{info.golden_set_version_id}"
+    return str(info.run_id)
 
 
 def reeval_job_id(decision_id: UUID) -> UUID:
@@ -159,8 +168,8 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
         judge: the judge (its own bounds on concurrency, retries and timeouts apply).
         run_id: the run.
         knowledge: passage texts by id.
-        sample: judge at most this many answered cases, drawn reproducibly from the run id
-            (``None``: all).
+        sample: judge at most this many answered cases, drawn reproducibly by
+            :func:`sample_key` (``None``: all).
         rejudge: judge cases already scored again (the judge's cache makes an unchanged
             answer free).
         concurrency: cases judged at once.
@@ -182,7 +191,7 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
             and (case_ids is None or c.case_id in case_ids)]
     sampled = sample is not None and sample < len(todo)
     if sample is not None:
-        keep = set(sample_conversations(str(run_id), [c.case_id for c in todo], sample))
+        keep = set(sample_conversations(sample_key(info), [c.case_id for c in todo], sample))
         todo = [c for c in todo if c.case_id in keep]
     before = judge.usage()
     sem = asyncio.Semaphore(max(1, concurrency))
