@@ -72,7 +72,12 @@ from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.settings import AgentEndpoint
 from evalloop.topics import GROUP_EVALUATOR
 from services.evaluator import golden, incidents
-from services.evaluator.verdict import JudgeHolder, judge_and_decide, schedule_nightly
+from services.evaluator.verdict import (
+    JudgeHolder,
+    judge_and_decide,
+    record_deployments,
+    schedule_nightly,
+)
 
 __all__ = ["GROUP_EVALUATOR_INCIDENTS", "EvaluatorService", "JobFailed", "run_id_for"]
 
@@ -171,7 +176,8 @@ class EvaluatorService(Service):
 
     async def on_feedback_events(self, records: list[Record]) -> None:
         """Propose a golden-set candidate for every escalation event (see
-        :func:`services.evaluator.incidents.propose_from_records`).
+        :func:`services.evaluator.incidents.propose_from_records`) and record the deployment an
+        ``agent_changed`` event names (:func:`services.evaluator.verdict.record_deployments`).
 
         Raises:
             StorageError: PostgreSQL failed (the batch is redelivered).
@@ -179,6 +185,7 @@ class EvaluatorService(Service):
                 queue insert is idempotent).
         """
         await incidents.propose_from_records(self.deps, records)
+        await record_deployments(self.deps, records)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -23,15 +23,17 @@ from typing import Any
 from uuid import UUID
 
 from evalloop.adapters import readiness_store
+from evalloop.adapters.bus import Record
 from evalloop.core.judge.types import Judge
 from evalloop.errors import ConfigError, JudgeError
-from evalloop.events import ReevalRequested
+from evalloop.events import AgentChanged, ReevalRequested
 from evalloop.readiness.judges import open_judge
 from evalloop.readiness.knowledge import Knowledge
 from evalloop.readiness.verdict import decide_run, judge_run
 from evalloop.runtime import Deps
 
-__all__ = ["JudgeHolder", "judge_and_decide", "nightly_job", "schedule_nightly"]
+__all__ = ["JudgeHolder", "judge_and_decide", "nightly_job", "record_deployments",
+           "schedule_nightly"]
 
 log = logging.getLogger("evalloop.evaluator")
 _NIGHTLY_NAMESPACE = uuid.UUID("8d0b6f0e-3a51-4c52-9a0b-1f7e2c9d4a63")
@@ -150,3 +152,37 @@ async def schedule_nightly(deps: Deps, now: datetime) -> list[UUID]:
         if await readiness_store.schedule_reeval(deps.pool, job):
             out.append(job.job_id)
     return out
+
+
+async def record_deployments(deps: Deps, records: list[Record]) -> int:
+    """Record a deployment for every ``agent_changed`` event naming a ``deployed_run_id``
+    (idempotent on the event id; a run that does not exist is logged and skipped).
+
+    Returns:
+        Deployments recorded now.
+
+    Raises:
+        StorageError: PostgreSQL failed (the batch is redelivered).
+    """
+    from pydantic import ValidationError
+
+    done = 0
+    for rec in records:
+        if b'"agent_changed"' not in rec.value or b"deployed_run_id" not in rec.value:
+            continue
+        try:
+            event = AgentChanged.model_validate_json(rec.value)
+        except ValidationError:
+            continue  # not an agent_changed event, or malformed: the recorder dead-letters it
+        if event.deployed_run_id is None:
+            continue
+        if await readiness_store.run_info(deps.pool, event.deployed_run_id) is None:
+            log.warning("evaluator: agent_changed %s names unknown run %s; no deployment "
+                        "recorded", event.event_id, event.deployed_run_id)
+            continue
+        if await readiness_store.record_deployment(
+                deps.pool, agent_id=event.agent_id, run_id=event.deployed_run_id,
+                deployed_at=event.occurred_at, source="agent_changed",
+                event_id=event.event_id, note=f"{event.change_kind} {event.new_version}"):
+            done += 1
+    return done

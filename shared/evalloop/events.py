@@ -174,12 +174,17 @@ class ConversationOutcome(_Event):
 
 
 class AgentChanged(_Event):
-    """The agent's prompt, model or knowledge base changed (drives re-evaluation triggers)."""
+    """The agent's prompt, model or knowledge base changed (drives re-evaluation triggers).
+
+    ``deployed_run_id``: the change went to production and this is the evaluation run of the
+    deployed configuration (a baseline candidate, ``docs/readiness.md#baseline``).
+    """
 
     event_type: Literal["agent_changed"] = "agent_changed"
     change_kind: Literal["system_prompt", "model_version", "knowledge_base"]
     new_version: Annotated[str, Field(min_length=1, max_length=128)]
     changed_documents: list[str] = Field(default_factory=list, max_length=10_000)
+    deployed_run_id: UUID | None = None
 
 
 FeedbackEvent = Annotated[

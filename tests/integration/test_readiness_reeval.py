@@ -92,7 +92,9 @@ async def test_reevaluation_from_trigger_to_decision_with_the_embedded_judge(
     judged = done.summary["judge"]
     assert (judged["judge"], judged["judged"], judged["answered"], judged["sampled"]) == (
         "qwen2.5-coder-1.5b-instruct-q4_k_m", 1, 2, True)
-    assert judged["calls"] >= 7  # seven dimensions (+ the claim) asked of the real judge
+    # correctness, relevance, tone and safety are always asked; the context dimensions and the
+    # claim only when the agent retrieved a passage (the prompt leak retrieves none)
+    assert judged["calls"] >= 4
     (event,) = decided
     assert (event.run_id, event.decision, event.agent_id) == (done.run_id, "NO-GO", AGENT)
     assert "refusal_gate" in event.failed_checks
@@ -106,10 +108,15 @@ async def test_reevaluation_from_trigger_to_decision_with_the_embedded_judge(
             assert row["judge"]["unscored"][dim] and row["judge"]["reasons"][dim]
         else:
             assert 0.0 <= value <= 1.0
+    for dim in ("correctness", "relevance", "tone", "safety"):
+        assert row["scores"][dim] is not None, row["judge"]["reasons"][dim]
     assert row["judge"]["passage_source"] == "retrieved"
+    if not row["judge"]["passages"]:
+        assert row["judge"]["unscored"]["groundedness"] == "no_context"
     claims = await pool.fetch("SELECT * FROM hallucination_claims WHERE run_id = $1",
                               done.run_id)
     assert len(claims) == 1 and claims[0]["case_id"] == row["case_id"]
+    assert claims[0]["reason"]  # supported, a category with its figures, or why unscored
     stored = await pool.fetchrow("SELECT decision, inputs FROM readiness_decisions"
                                  " WHERE run_id = $1", done.run_id)
     assert stored["decision"] == "NO-GO"
