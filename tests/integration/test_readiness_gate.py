@@ -159,3 +159,82 @@ async def test_checkpoint_cli_records_reviewer_time_note_and_the_sample(
     assert res.exit_code == 1 and json.loads(res.stdout)["decision"] == "CONDITIONAL GO"
     with pytest.raises(UnknownRun):
         await decide_run(pool, uuid.uuid4())
+
+
+async def test_agent_changed_naming_a_run_records_its_deployment_once(
+        pool: asyncpg.Pool, version_id: uuid.UUID, db_dsn: str) -> None:
+    from evalloop.adapters.bus import InProcessBus, Record
+    from evalloop.events import AgentChanged, dump_event
+    from evalloop.runtime import Deps
+    from evalloop.settings import PostgresSettings, Settings
+    from evalloop.topics import Topics
+    from services.evaluator.verdict import record_deployments
+
+    run_id = await _run(pool, version_id, 0.95)
+    deps = Deps(Settings(postgres=PostgresSettings(dsn=db_dsn)), pool, InProcessBus(), Topics())
+    event = AgentChanged(event_id=uuid.uuid4(), agent_id=AGENT, conversation_id="-",
+                         turn_id="-", occurred_at=datetime.now(UTC),
+                         change_kind="system_prompt", new_version="v4", deployed_run_id=run_id)
+    unknown = event.model_copy(update={"event_id": uuid.uuid4(), "deployed_run_id": uuid.uuid4()})
+    records = [Record("t", AGENT, dump_event(e)) for e in (event, event, unknown)]
+    assert await record_deployments(deps, records) == 1
+    assert await record_deployments(deps, records) == 0  # redelivered: nothing new
+    row = await pool.fetchrow("SELECT * FROM deployments")
+    assert (row["run_id"], row["source"], row["note"]) == (run_id, "agent_changed",
+                                                           "system_prompt v4")
+    # deployed but not GO: not a baseline; once its newest decision is GO, it is
+    assert (await store.find_baseline(pool, AGENT, exclude=uuid.uuid4())).run_id is None
+    await store.save_decision(pool, decision_id=uuid.uuid4(), run_id=run_id, agent_id=AGENT,
+                              decision="GO", decided_at=T0, baseline_run_id=None, why=["test"],
+                              report={}, inputs={}, reeval_job_id=None)
+    choice = await store.find_baseline(pool, AGENT, exclude=uuid.uuid4())
+    assert (choice.run_id, choice.how) == (run_id, "deployed")
+
+
+async def test_nightly_jobs_are_written_once_per_agent_and_night(
+        pool: asyncpg.Pool, db_dsn: str) -> None:
+    from evalloop.adapters.bus import InProcessBus
+    from evalloop.runtime import Deps
+    from evalloop.settings import PostgresSettings, ReadinessSettings, Settings
+    from evalloop.topics import Topics
+    from services.evaluator.verdict import schedule_nightly
+
+    settings = Settings(postgres=PostgresSettings(dsn=db_dsn),
+                        readiness=ReadinessSettings(judge="off", nightly_agents=["a1", "a2"]))
+    deps = Deps(settings, pool, InProcessBus(), Topics())
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    assert len(await schedule_nightly(deps, now)) == 2
+    assert await schedule_nightly(deps, now + timedelta(hours=1)) == []
+    jobs = await list_jobs(pool)
+    assert sorted((j.agent_id, j.trigger, j.status, j.requested_at) for j in jobs) == [
+        ("a1", "nightly", "requested", datetime(2026, 12, 1, 2, 0, tzinfo=UTC)),
+        ("a2", "nightly", "requested", datetime(2026, 12, 1, 2, 0, tzinfo=UTC))]
+
+
+async def test_report_hallucinations_counts_by_category_with_traces(
+        pool: asyncpg.Pool, version_id: uuid.UUID, db_dsn: str) -> None:
+    from evalloop.core.readiness.hallucination import KnowledgePassage, classify_claim
+
+    run_id = await _run(pool, version_id, 0.95)
+    leave = KnowledgePassage("kb/leave", "Employees receive 14 days of annual leave per year.")
+    findings = [
+        classify_claim("r001", 0, "Employees always receive 14 days of annual leave per year.",
+                       0.2, [leave]),
+        classify_claim("r001", 1, "Employees receive 14 days of annual leave per year.", 0.9,
+                       [leave]),
+        classify_claim("r002", 0, "The cafeteria serves free sushi on Fridays.", 0.1, [leave]),
+    ]
+    await store.save_claims(pool, run_id, AGENT, ["r001", "r002"], findings, datetime.now(UTC))
+    res = await cli(["report", "hallucinations", "--agent", AGENT, "--since", "7d", "--json",
+                     "--db", db_dsn])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["case_id"], r["category"]) for r in rows] == [("r001", "exaggerated"),
+                                                             ("r002", "fabricated")]
+    assert rows[0]["correction"] == ("Employees receive 14 days of annual leave per year. "
+                                     "(from kb/leave)")
+    res = await cli(["report", "hallucinations", "--agent", AGENT, "--db", db_dsn])
+    assert "3 claims checked, 1 supported, 0 unscored" in res.stdout
+    assert "exaggerated          1" in res.stdout
+    res = await cli(["report", "hallucinations", "--since", "yesterday", "--db", db_dsn])
+    assert res.exit_code == 2
