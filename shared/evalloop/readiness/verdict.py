@@ -303,6 +303,7 @@ async def decide_run(pool: asyncpg.Pool, run_id: UUID, *,
         retrieval_known=c.retrieved is not None) for c in cases}
     baseline = await store.find_baseline(pool, info.agent_id, exclude=run_id)
     regression = None
+    base_scores: list[CaseScores] = []
     if baseline.run_id is not None:
         base_scores = case_scores(await store.load_cases(pool, baseline.run_id))
         regression = compare(base_scores, scores, baseline_run_id=str(baseline.run_id),
@@ -350,10 +351,8 @@ async def decide_run(pool: asyncpg.Pool, run_id: UUID, *,
                      for k, v in evidence.items()},
         "baseline_run_id": None if baseline.run_id is None else str(baseline.run_id),
         "baseline_how": baseline.how,
-        "baseline_scores": ([] if regression is None else
-                            [{"case_id": s.case_id, "scores": dict(s.scores)}
-                             for s in case_scores(await store.load_cases(pool, baseline.run_id))]
-                            if baseline.run_id is not None else []),
+        "baseline_scores": [{"case_id": s.case_id, "scores": dict(s.scores)}
+                            for s in base_scores],
         "advisory_dimensions": advisory,
         "care": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in inputs.care],
         "checkpoints": {k: {"status": v.status, "reviewer": v.reviewer, "note": v.note,
