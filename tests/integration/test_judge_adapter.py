@@ -16,7 +16,7 @@ import pytest
 
 from evalloop.adapters.judge_openai import OpenAIJudge, openai_client
 from evalloop.adapters.judge_store import PgJudgementCache, latest_calibration, save_calibration
-from evalloop.core.judge import DIMENSIONS, Passage, Unscored, YesNoPrompt
+from evalloop.core.judge import DIMENSIONS, Judge, Passage, Unscored, YesNoPrompt
 from evalloop.core.judge.calibration import CalibrationRecord, DimensionCalibration, IsotonicMap
 from evalloop.core.judge.prompts import PROMPT_VERSION
 from evalloop.errors import ConfigError
@@ -114,6 +114,7 @@ def _judge(base_url: str, **kw: Any) -> OpenAIJudge:
 async def test_p_yes_reads_logprobs_and_counts_usage_and_cost(scripted: tuple[str, Script]) -> None:
     url, script = scripted
     judge = _judge(url, usd_per_mtok_prompt=2.0, usd_per_mtok_completion=10.0)
+    assert isinstance(judge, Judge)
     assert await judge.p_yes(PROMPT) == pytest.approx(0.8)
     body = script.bodies[0]
     assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 10
