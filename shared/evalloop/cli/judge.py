@@ -135,7 +135,10 @@ async def _run(
 def calibrate(
     data: Annotated[
         Path | None,
-        typer.Option(help="judge data folder (env EVALLOOP_JUDGE_DATA)", show_default=False),
+        typer.Option(
+            help="judge data folder (env EVALLOOP_JUDGE_DATA; default ../shared/data/judge)",
+            show_default=False,
+        ),
     ] = None,
     model: Annotated[str, typer.Option(help="embedded judge model")] = (
         "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -158,12 +161,19 @@ def calibrate(
 ) -> None:
     """Calibrate the embedded judge on human labels and print agreement per dimension."""
     from evalloop.adapters.judge_embedded import shipped_calibration_path
+    from evalloop.agent.kb import shared_data_dir
 
-    data_dir = data or (Path(os.environ["EVALLOOP_JUDGE_DATA"])
-                        if os.environ.get("EVALLOOP_JUDGE_DATA") else None)  # fmt: skip
+    data_dir = data
+    if data_dir is None and os.environ.get("EVALLOOP_JUDGE_DATA"):
+        data_dir = Path(os.environ["EVALLOOP_JUDGE_DATA"])
+    if data_dir is None and (shared := shared_data_dir()) is not None:
+        data_dir = shared / "judge"
     if data_dir is None and not refit_only:
-        print("error: expected --data DIR (or EVALLOOP_JUDGE_DATA): the judge data folder",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "error: expected --data DIR (or EVALLOOP_JUDGE_DATA, or ../shared/data/judge): "
+            "the judge data folder",
+            file=sys.stderr,
+        )
         raise typer.Exit(2)
     raw_path = raw or (out or shipped_calibration_path(model)).with_suffix(".raw.jsonl")
     try:
