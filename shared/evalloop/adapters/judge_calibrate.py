@@ -9,6 +9,7 @@ be refitted from the file without asking the judge again.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -48,6 +49,7 @@ async def collect_raw(
     raw_path: Path,
     *,
     progress: Callable[[int, int], None] | None = None,
+    budget_s: float | None = None,
 ) -> list[RawLabel]:
     """Ask ``judge`` every item not yet in ``raw_path``; append each result; return all rows.
 
@@ -56,6 +58,7 @@ async def collect_raw(
         items: labelled items, ideally grouped so one response's questions are adjacent.
         raw_path: JSON-lines file (created if missing; rows already there are kept).
         progress: called with ``(done, total)`` after each item.
+        budget_s: stop asking (keeping what was judged) once this many seconds have passed.
 
     Returns:
         The rows of ``raw_path`` after the run (earlier rows first).
@@ -64,8 +67,11 @@ async def collect_raw(
     done = {(r.item_id, r.target) for r in rows}
     todo = [i for i in items if (i.item_id, i.target) not in done]
     raw_path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     with raw_path.open("a", encoding="utf-8") as out:
         for n, item in enumerate(todo, 1):
+            if deadline is not None and time.monotonic() > deadline:
+                break
             if item.target == CLAIM:
                 prompt = claim_prompt(item.answer, item.passages)
             elif item.target in DIMENSIONS:

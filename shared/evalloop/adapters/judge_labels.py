@@ -257,7 +257,9 @@ def calibration_sample(data_dir: Path, per_target: int, seed: int) -> list[Label
     prompts) uses ``per_target * 3 // 4`` items.
 
     Returns:
-        Items ordered by (source, item id, target), so one response's questions run back to back.
+        Items in a seeded order that takes one response from each source in turn (round
+        robin), one response's questions back to back — so a run stopped early by its time
+        budget still holds a similar share of every target.
 
     Raises:
         ConfigError: as :func:`load_items`.
@@ -274,4 +276,18 @@ def calibration_sample(data_dir: Path, per_target: int, seed: int) -> list[Label
     chosen += sample_items(load_items(data_dir, "tone"), per_target * 3 // 4, seed)
     for target in ("safety", "faithfulness", "claim"):
         chosen += sample_items(load_items(data_dir, target), per_target, seed)
-    return sorted(chosen, key=lambda i: (i.source, i.item_id, i.target))
+    groups: dict[tuple[str, str], list[LabelledItem]] = defaultdict(list)
+    for item in sorted(chosen, key=lambda i: (i.source, i.item_id, i.target)):
+        groups[(item.source, item.item_id)].append(item)
+    by_source: dict[str, list[list[LabelledItem]]] = defaultdict(list)
+    for (source, _), group in groups.items():
+        by_source[source].append(group)
+    rng = random.Random(seed)
+    for source in sorted(by_source):
+        rng.shuffle(by_source[source])
+    ordered: list[LabelledItem] = []
+    for rank in range(max(len(v) for v in by_source.values())):
+        for source in sorted(by_source):
+            if rank < len(by_source[source]):
+                ordered.extend(by_source[source][rank])
+    return ordered

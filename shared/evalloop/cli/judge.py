@@ -81,6 +81,8 @@ async def _run(
     refit_only: bool,
     out: Path | None,
     store: bool,
+    threads: int,
+    budget_min: float | None,
 ) -> CalibrationRecord:
     from evalloop.adapters.judge_calibrate import collect_raw, read_raw
     from evalloop.adapters.judge_embedded import embedded_judge, shipped_calibration_path
@@ -100,8 +102,14 @@ async def _run(
                 err.print(f"judged {done}/{total}")
 
         # the calibration asks for raw P(yes): no calibration is applied while collecting
-        async with embedded_judge(model, timeout_s=120.0) as judge:
-            rows = await collect_raw(judge, items, raw, progress=progress)
+        async with embedded_judge(model, timeout_s=300.0, n_threads=threads) as judge:
+            rows = await collect_raw(
+                judge,
+                items,
+                raw,
+                progress=progress,
+                budget_s=None if budget_min is None else budget_min * 60,
+            )
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
     record = fit_record(rows, judge_model=model, prompt_version=PROMPT_VERSION, created_at=created,
                         seed=seed)  # fmt: skip
@@ -127,7 +135,10 @@ async def _run(
 def calibrate(
     data: Annotated[
         Path | None,
-        typer.Option(help="judge data folder (env EVALLOOP_JUDGE_DATA)", show_default=False),
+        typer.Option(
+            help="judge data folder (env EVALLOOP_JUDGE_DATA; default ../shared/data/judge)",
+            show_default=False,
+        ),
     ] = None,
     model: Annotated[str, typer.Option(help="embedded judge model")] = (
         "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -142,21 +153,43 @@ def calibrate(
         Path | None, typer.Option(help="record JSON (default: the file shipped in the package)")
     ] = None,
     store: Annotated[bool, typer.Option(help="also store the record in PostgreSQL")] = True,
+    threads: Annotated[int, typer.Option(min=1, help="llama.cpp CPU threads")] = 2,
+    budget_min: Annotated[
+        float | None, typer.Option(help="stop asking after this many minutes, fit what was judged")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one per target")] = False,
 ) -> None:
     """Calibrate the embedded judge on human labels and print agreement per dimension."""
     from evalloop.adapters.judge_embedded import shipped_calibration_path
+    from evalloop.agent.kb import shared_data_dir
 
-    data_dir = data or (Path(os.environ["EVALLOOP_JUDGE_DATA"])
-                        if os.environ.get("EVALLOOP_JUDGE_DATA") else None)  # fmt: skip
+    data_dir = data
+    if data_dir is None and os.environ.get("EVALLOOP_JUDGE_DATA"):
+        data_dir = Path(os.environ["EVALLOOP_JUDGE_DATA"])
+    if data_dir is None and (shared := shared_data_dir()) is not None:
+        data_dir = shared / "judge"
     if data_dir is None and not refit_only:
-        print("error: expected --data DIR (or EVALLOOP_JUDGE_DATA): the judge data folder",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "error: expected --data DIR (or EVALLOOP_JUDGE_DATA, or ../shared/data/judge): "
+            "the judge data folder",
+            file=sys.stderr,
+        )
         raise typer.Exit(2)
     raw_path = raw or (out or shipped_calibration_path(model)).with_suffix(".raw.jsonl")
     try:
         record = asyncio.run(
-            _run(data_dir or Path("."), model, per_target, seed, raw_path, refit_only, out, store)
+            _run(
+                data_dir or Path("."),
+                model,
+                per_target,
+                seed,
+                raw_path,
+                refit_only,
+                out,
+                store,
+                threads,
+                budget_min,
+            )
         )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

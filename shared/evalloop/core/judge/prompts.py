@@ -66,7 +66,7 @@ CONTEXT_DIMENSIONS: frozenset[Dimension] = frozenset(
 )
 
 #: Passages beyond this many characters are cut (a 2,048-token context must hold the rest).
-MAX_KNOWLEDGE_CHARS = 3500
+MAX_KNOWLEDGE_CHARS = 2400
 MAX_ANSWER_CHARS = 1500
 MAX_QUESTION_CHARS = 800
 
