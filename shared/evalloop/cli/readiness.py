@@ -173,7 +173,12 @@ def decide_cmd(
 
     async def work(pool: asyncpg.Pool) -> dict[str, Any]:
         judged: dict[str, Any] = {}
-        if judge and cfg.judge != "off":
+        if await store.run_info(pool, run_id) is None:
+            raise store_unknown()(f"no evaluation run {run_id}: see `evalloop jobs list` for "
+                                  "run ids")
+        pending = [c for c in await store.load_cases(pool, run_id)
+                   if c.answer and (rejudge or not c.scores)]
+        if judge and cfg.judge != "off" and pending:  # start the judge only if it has work
             async with open_judge(cfg, pool) as j:
                 assert j is not None
                 res = await judge_run(pool, j, run_id, knowledge=Knowledge.shipped(),
