@@ -256,3 +256,20 @@ def test_care_checks() -> None:
         ("golden_set_size", False), ("difficulty_mix", False), ("adversarial_cases", False)]
     assert checks[1].detail == ("easy 0% (target 40%), medium 0% (target 35%), hard 0% "
                                 "(target 25%); 5 case(s) without a difficulty")
+
+
+def test_a_composite_drop_cannot_block_when_a_dimension_is_advisory() -> None:
+    base = [uniform(f"c{i}", 0.99) for i in range(6)]
+    cur = [uniform(f"c{i}", 0.99, tone=v) for i, v in enumerate([0.7, 0.72, 0.69, 0.71, 0.7,
+                                                                   0.68])]
+    rep = compare(base, cur)
+    assert rep.dimensions["composite"].significant_regression is True
+    advisory = {"tone": "AUC 0.61 < 0.75"}
+    d = decide(GateInputs("r1", cur, regression=rep, advisory_dimensions=advisory,
+                          checkpoints=approved()))
+    assert d.decision == "CONDITIONAL GO"
+    kinds = {c.name: (c.kind, c.status) for c in d.checks}
+    assert kinds["regression:composite"] == ("advisory", "fail")
+    assert kinds["regression:tone"] == ("advisory", "fail")
+    assert decide(GateInputs("r1", cur, regression=rep,
+                             checkpoints=approved())).decision == "NO-GO"

@@ -9,7 +9,8 @@ decision         when
 NO-GO            a **required** check fails or could not be computed: a refusal or
                  escalation gate failure, an agent error, a required dimension's run mean
                  below its minimum (or unscored on every case), a significant regression of
-                 the composite or of a required dimension; or a manual checkpoint rejected
+                 a required dimension or of the composite (when no dimension is advisory);
+                 or a manual checkpoint rejected
 CONDITIONAL GO   every required check passes but an **advisory** one does not: the composite
                  mean below the advisory bar, a regression warning (a dimension mean down by
                  more than 0.10), case regressions (composite down by more than 0.15) without
@@ -348,7 +349,8 @@ def decide(inp: GateInputs) -> GateDecision:
             p = "n/a" if t.p is None else f"{t.p:.4f}"
             fig = (f"{dim}: mean {t.mean_baseline:.3f} -> {t.mean_current:.3f} "
                    f"(diff {t.mean_diff:+.3f}, p={p}, n={t.n} of {shared} shared)")
-            required = dim == "composite" or dim not in advisory
+            # the composite mixes every dimension: it can block only when none is advisory
+            required = (not advisory) if dim == "composite" else dim not in advisory
             if c.significant_regression:
                 kind = "required" if required else "advisory"
                 checks.append(Check(f"regression:{dim}", kind, "fail",
