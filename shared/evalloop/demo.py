@@ -439,6 +439,8 @@ async def _baseline(pool: asyncpg.Pool, settings: Settings, extras: dict[str, An
         run = await run_eval(cases, client, concurrency=4, agent_id=agent_id,
                              golden_set_version_id=version_id, eval_source=f"golden:{label}")
     await save_eval_run(pool, run)
+    console.print(f"[bold]baseline[/] {config.version}: judging {settings.readiness.judge_sample} "
+                  f"of {run.summary.total} answers with {extras['judge'].model} ...")
     res = await judge_run(pool, extras["judge"], run.run_id, knowledge=extras["knowledge"],
                           sample=settings.readiness.judge_sample,
                           max_claims=settings.readiness.max_claims)
