@@ -46,9 +46,9 @@ def demo(
     )] = "ingest",
     limit: Annotated[int | None, typer.Option(help="replay only the first N events")] = None,
     verbose: Annotated[bool, typer.Option(help="log the services' INFO messages")] = False,
-    judge: Annotated[str, typer.Option(
+    judge: Annotated[str | None, typer.Option(
         help="embedded (the llama.cpp judge scores a sample of each run: the readiness "
-        "verdict) | off")] = "embedded",
+        "verdict) | off; default: readiness.judge (embedded)")] = None,
     judge_sample: Annotated[int, typer.Option(
         min=1, help="answered cases the judge scores per run (the same cases in the baseline "
         "and the re-evaluation)")] = 3,
@@ -71,9 +71,10 @@ def demo(
     console = Console() if sys.stdout.isatty() else Console(width=140)
     cfg: Literal["weak", "standard"] = "weak" if agent_config == "weak" else "standard"
     mode: Literal["ingest", "bus"] = "ingest" if via == "ingest" else "bus"
-    if judge not in ("embedded", "off"):
+    if judge not in (None, "embedded", "off"):
         raise typer.BadParameter(f"expected embedded or off, got {judge!r}", param_hint="--judge")
-    judge_mode: Literal["embedded", "off"] = "embedded" if judge == "embedded" else "off"
+    judge_mode: Literal["embedded", "off"] | None = (
+        None if judge is None else "embedded" if judge == "embedded" else "off")
     options = DemoOptions(span_hours=span_hours, seed=seed, keep=keep, full=full, source=source,
                           agent_config=cfg, via=mode, limit=limit, judge=judge_mode,
                           judge_sample=judge_sample)
