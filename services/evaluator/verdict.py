@@ -100,12 +100,13 @@ async def judge_and_decide(deps: Deps, holder: JudgeHolder, run_id: UUID) -> dic
             holder.knowledge = Knowledge.shipped()
         res = await judge_run(deps.pool, judge, run_id, knowledge=holder.knowledge,
                               sample=cfg.judge_sample, concurrency=cfg.judge_concurrency,
-                              max_claims=cfg.max_claims)
+                              max_claims=cfg.max_claims, budget_s=cfg.judge_budget_s)
         judged = {"judge": judge.model, "judged": res.judged, "answered": res.answered,
                   "sampled": res.sampled, "claims": res.claims, "calls": res.usage.calls,
                   "cache_hits": res.usage.cache_hits, "prompt_tokens": res.usage.prompt_tokens,
                   "completion_tokens": res.usage.completion_tokens,
-                  "cost_usd": res.usage.cost_usd, "seconds": round(res.seconds, 1)}
+                  "cost_usd": res.usage.cost_usd, "seconds": round(res.seconds, 1),
+                  "skipped_for_budget": res.skipped}
     elif not judged:
         judged = {"error": "readiness.judge is off"}
     verdict = await decide_run(

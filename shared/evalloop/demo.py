@@ -80,6 +80,8 @@ class DemoOptions:
             scores: the gate says readiness cannot be shown); ``None``: ``readiness.judge``.
         judge_sample: answered cases the judge scores per run (the same in both runs).
         judge_claims: claims checked per judged answer.
+        judge_budget_s: per run, the judge starts no new case after this many seconds (the
+            demo stays within minutes on a busy machine; what it skipped is said).
     """
 
     span_hours: float = 96.0
@@ -100,6 +102,7 @@ class DemoOptions:
     judge: Literal["embedded", "off"] | None = None
     judge_sample: int = 3
     judge_claims: int = 2
+    judge_budget_s: float = 60.0
 
 
 @dataclass
@@ -360,7 +363,8 @@ async def run_demo(options: DemoOptions, console: Console | None = None) -> Demo
             "readiness": settings.readiness.model_copy(update={
                 "judge": options.judge or settings.readiness.judge,
                 "judge_sample": options.judge_sample,
-                "max_claims": options.judge_claims}),
+                "max_claims": options.judge_claims,
+                "judge_budget_s": options.judge_budget_s}),
         })
         report = DemoReport(dsn=dsn, kept=options.keep, origin=prepared.origin,
                             schedule=prepared.schedule.describe(), incident_agent=incident,
@@ -443,7 +447,8 @@ async def _baseline(pool: asyncpg.Pool, settings: Settings, extras: dict[str, An
                   f"of {run.summary.total} answers with {extras['judge'].model} ...")
     res = await judge_run(pool, extras["judge"], run.run_id, knowledge=extras["knowledge"],
                           sample=settings.readiness.judge_sample,
-                          max_claims=settings.readiness.max_claims)
+                          max_claims=settings.readiness.max_claims,
+                          budget_s=settings.readiness.judge_budget_s)
     await readiness_store.pin_baseline(
         pool, agent_id, run.run_id, pinned_by="evalloop demo",
         note=f"the {config.version} configuration before the incident")

@@ -52,6 +52,8 @@ def demo(
     judge_sample: Annotated[int, typer.Option(
         min=1, help="answered cases the judge scores per run (the same cases in the baseline "
         "and the re-evaluation)")] = 3,
+    judge_budget_s: Annotated[float, typer.Option(
+        min=1, help="per run, the judge starts no new case after this many seconds")] = 60.0,
 ) -> None:
     """Run the whole loop in one process on replayed FeedbackQA/tau-bench feedback and report
     what it found (events, negative rates, re-evaluations and their runs, clusters, candidates).
@@ -77,7 +79,7 @@ def demo(
         None if judge is None else "embedded" if judge == "embedded" else "off")
     options = DemoOptions(span_hours=span_hours, seed=seed, keep=keep, full=full, source=source,
                           agent_config=cfg, via=mode, limit=limit, judge=judge_mode,
-                          judge_sample=judge_sample)
+                          judge_sample=judge_sample, judge_budget_s=judge_budget_s)
     try:
         report = asyncio.run(run_demo(options, console))
     except BaseException as exc:

@@ -179,7 +179,9 @@ def render_summary(report: Mapping[str, Any]) -> list[str]:
             f"  judge {judged.get('judge')}: {judged.get('judged')} of {judged.get('answered')} "
             f"answered cases scored{' (a sample)' if judged.get('sampled') else ''}, "
             f"{judged.get('calls')} questions, {judged.get('cache_hits')} from cache, "
-            f"{judged.get('seconds')} s")
+            f"{judged.get('seconds')} s"
+            + (f"; {judged['skipped_for_budget']} sampled case(s) left for the time budget"
+               if judged.get("skipped_for_budget") else ""))
     scores = report["scores"]
     lines.append("  scores: " + ", ".join(
         f"{d} {_f(scores[d]['mean'], '.2f')}" for d in DIMENSIONS))

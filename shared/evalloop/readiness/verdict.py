@@ -95,6 +95,7 @@ class JudgeRunResult:
         claims: claims checked.
         hallucinated: claims found unsupported.
         seconds: wall time, seconds.
+        skipped: sampled cases left unjudged because the time budget ran out.
     """
 
     judged: int
@@ -104,6 +105,7 @@ class JudgeRunResult:
     claims: int
     hallucinated: int
     seconds: float
+    skipped: int = 0
 
 
 def _passages(case: store.RunCase, knowledge: Knowledge
@@ -160,7 +162,8 @@ async def _judge_case(judge: Judge, case: store.RunCase, knowledge: Knowledge,
 async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge: Knowledge,
                     sample: int | None = None, rejudge: bool = False, concurrency: int = 1,
                     max_claims: int = MAX_CLAIMS,
-                    case_ids: Collection[str] | None = None) -> JudgeRunResult:
+                    case_ids: Collection[str] | None = None,
+                    budget_s: float | None = None) -> JudgeRunResult:
     """Judge the answered cases of stored run ``run_id`` and store scores and claims.
 
     Args:
@@ -175,6 +178,8 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
         concurrency: cases judged at once.
         max_claims: claims checked per answer at most.
         case_ids: judge only these cases (``None``: every answered one).
+        budget_s: start no new case after this many seconds (``None``: no limit); the cases
+            left are counted in ``skipped`` and stay unjudged.
 
     Raises:
         UnknownRun: no such run.
@@ -191,19 +196,26 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
             and (case_ids is None or c.case_id in case_ids)]
     sampled = sample is not None and sample < len(todo)
     if sample is not None:
-        keep = set(sample_conversations(sample_key(info), [c.case_id for c in todo], sample))
-        todo = [c for c in todo if c.case_id in keep]
+        # in the sample's own (seeded) order: under a time budget, runs judged with the same
+        # sample key judge the same leading cases
+        keep = sample_conversations(sample_key(info), [c.case_id for c in todo], sample)
+        by_id = {c.case_id: c for c in todo}
+        todo = [by_id[i] for i in keep]
     before = judge.usage()
     sem = asyncio.Semaphore(max(1, concurrency))
     out: dict[str, tuple[Judgement, list[ClaimFinding], dict[str, Any]]] = {}
 
     async def one(case: store.RunCase) -> None:
         async with sem:
+            if budget_s is not None and loop.time() - started > budget_s:
+                return  # over the time budget: left unjudged, counted in ``skipped``
             out[case.case_id] = await _judge_case(judge, case, knowledge, max_claims)
 
     async with asyncio.TaskGroup() as tg:
         for case in todo:
             tg.create_task(one(case))
+    skipped = len(todo) - len(out)
+    todo = [c for c in todo if c.case_id in out]
     rows: list[tuple[str, Mapping[str, float | None], float | None, Mapping[str, Any]]] = []
     findings: list[ClaimFinding] = []
     for case in todo:
@@ -221,9 +233,9 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
                        after.completion_tokens - before.completion_tokens,
                        after.cache_hits - before.cache_hits, after.cost_usd - before.cost_usd)
     return JudgeRunResult(
-        judged=len(todo), answered=len(answered), sampled=sampled, usage=usage,
+        judged=len(todo), answered=len(answered), sampled=sampled or skipped > 0, usage=usage,
         claims=len(findings), hallucinated=sum(f.category is not None for f in findings),
-        seconds=loop.time() - started,
+        seconds=loop.time() - started, skipped=skipped,
     )
 
 
