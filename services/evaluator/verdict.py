@@ -100,7 +100,8 @@ async def judge_and_decide(deps: Deps, holder: JudgeHolder, run_id: UUID) -> dic
             holder.knowledge = Knowledge.shipped()
         res = await judge_run(deps.pool, judge, run_id, knowledge=holder.knowledge,
                               sample=cfg.judge_sample, concurrency=cfg.judge_concurrency,
-                              max_claims=cfg.max_claims, budget_s=cfg.judge_budget_s)
+                              max_claims=cfg.max_claims, budget_s=cfg.judge_budget_s,
+                              passage_chars=cfg.passage_chars)
         judged = {"judge": judge.model, "judged": res.judged, "answered": res.answered,
                   "sampled": res.sampled, "claims": res.claims, "calls": res.usage.calls,
                   "cache_hits": res.usage.cache_hits, "prompt_tokens": res.usage.prompt_tokens,

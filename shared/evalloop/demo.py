@@ -364,7 +364,8 @@ async def run_demo(options: DemoOptions, console: Console | None = None) -> Demo
                 "judge": options.judge or settings.readiness.judge,
                 "judge_sample": options.judge_sample,
                 "max_claims": options.judge_claims,
-                "judge_budget_s": options.judge_budget_s}),
+                "judge_budget_s": options.judge_budget_s,
+                "passage_chars": 600}),
         })
         report = DemoReport(dsn=dsn, kept=options.keep, origin=prepared.origin,
                             schedule=prepared.schedule.describe(), incident_agent=incident,
@@ -448,7 +449,8 @@ async def _baseline(pool: asyncpg.Pool, settings: Settings, extras: dict[str, An
     res = await judge_run(pool, extras["judge"], run.run_id, knowledge=extras["knowledge"],
                           sample=settings.readiness.judge_sample,
                           max_claims=settings.readiness.max_claims,
-                          budget_s=settings.readiness.judge_budget_s)
+                          budget_s=settings.readiness.judge_budget_s,
+                          passage_chars=settings.readiness.passage_chars)
     await readiness_store.pin_baseline(
         pool, agent_id, run.run_id, pinned_by="evalloop demo",
         note=f"the {config.version} configuration before the incident")

@@ -240,6 +240,9 @@ class ReadinessSettings(BaseModel):
     judge_concurrency: int = Field(1, ge=1)
     judge_sample: int | None = Field(None, ge=1)
     max_claims: int = Field(8, ge=0, description="claims checked per answer at most")
+    passage_chars: int | None = Field(
+        1500, ge=200, description="characters of each passage the judge sees: the sentences "
+        "nearest the answer (None: whole passages)")
     judge_budget_s: float | None = Field(
         None, gt=0, description="start judging no new case of a run after this many seconds")
     composite_bar: float = Field(0.80, ge=0, le=1,

@@ -125,3 +125,15 @@ def test_shipped_knowledge_has_history_for_the_outdated_check() -> None:
     assert f.correction is not None and f.correction.endswith(
         "(from hr-policy/leave/annual-leave/1, which superseded "
         "hr-policy/leave/annual-leave/1@2019)")
+
+
+def test_excerpt_keeps_the_sentences_nearest_the_answer_in_order() -> None:
+    from evalloop.core.readiness.hallucination import excerpt
+
+    text = ("One cat sat. Leave is 14 days per year for staff. The sky is blue today. Grades N4 "
+            "and above get 18 days. Nothing else here matters at all.")
+    assert excerpt(text, "How many days of annual leave for grade N4?", 80) == (
+        "Leave is 14 days per year for staff. Grades N4 and above get 18 days.")
+    assert excerpt(text, "anything", 1000) == text
+    long_first = "A" * 50 + " sentence. Short one."
+    assert excerpt(long_first, "A", 20) == "A" * 50 + " sentence."

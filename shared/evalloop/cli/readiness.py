@@ -184,7 +184,8 @@ def decide_cmd(
                 res = await judge_run(pool, j, run_id, knowledge=Knowledge.shipped(),
                                       sample=sample or cfg.judge_sample, rejudge=rejudge,
                                       concurrency=cfg.judge_concurrency,
-                                      max_claims=cfg.max_claims)
+                                      max_claims=cfg.max_claims,
+                                      passage_chars=cfg.passage_chars)
                 judged = {"judge": j.model, "judged": res.judged, "answered": res.answered,
                           "sampled": res.sampled, "claims": res.claims,
                           "calls": res.usage.calls, "cache_hits": res.usage.cache_hits,

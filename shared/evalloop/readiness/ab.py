@@ -54,7 +54,7 @@ class ABResult:
 async def run_ab(pool: asyncpg.Pool, judge: Judge, eval_set: EvalSet, url_a: str, url_b: str,
                  *, agent_id: str = "ab", concurrency: int = 4, sample: int | None = None,
                  knowledge: Knowledge | None = None, max_claims: int = 0,
-                 timeout_s: float = 30.0) -> ABResult:
+                 timeout_s: float = 30.0, passage_chars: int | None = 1500) -> ABResult:
     """Run ``eval_set`` against both endpoints concurrently, judge both runs, compare.
 
     Args:
@@ -70,6 +70,7 @@ async def run_ab(pool: asyncpg.Pool, judge: Judge, eval_set: EvalSet, url_a: str
         max_claims: claims checked per answer (0: no hallucination report, the comparison does
             not need one).
         timeout_s: per-request timeout of the agents, seconds.
+        passage_chars: characters of each passage the judge sees (``None``: all).
 
     Raises:
         StorageError: PostgreSQL failed.
@@ -99,7 +100,7 @@ async def run_ab(pool: asyncpg.Pool, judge: Judge, eval_set: EvalSet, url_a: str
     for side, run in (("A", run_a), ("B", run_b)):
         # the same sampled cases on both sides
         res = await judge_run(pool, judge, run.run_id, knowledge=kb, max_claims=max_claims,
-                              case_ids=sample_ids)
+                              case_ids=sample_ids, passage_chars=passage_chars)
         judged[side] = {"judged": res.judged, "calls": res.usage.calls,
                         "cache_hits": res.usage.cache_hits, "seconds": round(res.seconds, 1)}
     scores_a = case_scores(await store.load_cases(pool, run_a.run_id))

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -43,6 +43,7 @@ from evalloop.core.readiness.hallucination import (
     SUPPORTED_AT,
     ClaimFinding,
     classify_claim,
+    excerpt,
     split_claims,
 )
 from evalloop.core.readiness.regression import RegressionReport, compare
@@ -117,9 +118,13 @@ def _passages(case: store.RunCase, knowledge: Knowledge
 
 
 async def _judge_case(judge: Judge, case: store.RunCase, knowledge: Knowledge,
-                      max_claims: int) -> tuple[Judgement, list[ClaimFinding], dict[str, Any]]:
+                      max_claims: int, passage_chars: int | None = None
+                      ) -> tuple[Judgement, list[ClaimFinding], dict[str, Any]]:
     assert case.answer is not None
     passages, unknown, source = _passages(case, knowledge)
+    if passage_chars is not None:  # the part of each passage nearest the answer
+        passages = [replace(p, text=excerpt(p.text, case.answer, passage_chars))
+                    for p in passages]
     shown = [Passage(p.id, p.text) for p in passages]
     judgement = await judge.judge(case_id=case.case_id, question=case.question,
                                   answer=case.answer, passages=shown,
@@ -163,7 +168,8 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
                     sample: int | None = None, rejudge: bool = False, concurrency: int = 1,
                     max_claims: int = MAX_CLAIMS,
                     case_ids: Collection[str] | None = None,
-                    budget_s: float | None = None) -> JudgeRunResult:
+                    budget_s: float | None = None,
+                    passage_chars: int | None = None) -> JudgeRunResult:
     """Judge the answered cases of stored run ``run_id`` and store scores and claims.
 
     Args:
@@ -180,6 +186,8 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
         case_ids: judge only these cases (``None``: every answered one).
         budget_s: start no new case after this many seconds (``None``: no limit); the cases
             left are counted in ``skipped`` and stay unjudged.
+        passage_chars: show the judge, of each passage, the sentences nearest the answer up to
+            this many characters (``None``: whole passages).
 
     Raises:
         UnknownRun: no such run.
@@ -209,7 +217,8 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
         async with sem:
             if budget_s is not None and loop.time() - started > budget_s:
                 return  # over the time budget: left unjudged, counted in ``skipped``
-            out[case.case_id] = await _judge_case(judge, case, knowledge, max_claims)
+            out[case.case_id] = await _judge_case(judge, case, knowledge, max_claims,
+                                                  passage_chars)
 
     async with asyncio.TaskGroup() as tg:
         for case in todo:

@@ -48,6 +48,7 @@ __all__ = [
     "HallucinationSummary",
     "KnowledgePassage",
     "classify_claim",
+    "excerpt",
     "nearest_passages",
     "split_claims",
     "summarise",
@@ -170,6 +171,29 @@ def nearest_passages(claim: str, passages: Sequence[KnowledgePassage]
     sims = np.asarray((matrix[1:] @ matrix[0].T).toarray()).ravel()
     order = np.argsort(-sims, kind="stable")
     return [(passages[i], float(sims[i])) for i in order]
+
+
+def excerpt(text: str, query: str, max_chars: int) -> str:
+    """The sentences of ``text`` most similar to ``query`` (TF-IDF), in their original order, up
+    to ``max_chars`` characters (at least one sentence); ``text`` itself when it fits.
+
+    Used to show a judge the part of a long passage an answer draws on: a shorter prompt is
+    faster, and the sentences nearest the answer are the ones that can support it.
+    """
+    if len(text) <= max_chars:
+        return text
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+    ranked = nearest_passages(query, [KnowledgePassage(str(i), s)
+                                      for i, s in enumerate(sentences)])
+    keep: list[int] = []
+    used = 0
+    for p, _ in ranked:
+        i = int(p.id)
+        if keep and used + len(sentences[i]) + 1 > max_chars:
+            continue
+        keep.append(i)
+        used += len(sentences[i]) + 1
+    return " ".join(sentences[i] for i in sorted(keep))[: max(max_chars, len(sentences[keep[0]]))]
 
 
 def _best_sentence(claim: str, passage: KnowledgePassage) -> str:
