@@ -74,7 +74,7 @@ class DemoOptions:
         embedder: the triage embedder (tests inject a fast one); default MiniLM, offline.
         end: end of the replayed span (default now); ``limit``, ``agents``: see ``replay``.
         settings: base settings (default from the environment).
-        job_timeout_s: how long to wait for re-evaluation runs to finish, seconds.
+        job_timeout_s: how long to wait for re-evaluation runs (judged) to finish, seconds.
         services: the service classes to run (default recorder, monitor, triage, evaluator).
         judge: ``embedded`` (the llama.cpp judge scores the runs) or ``off`` (no verdict
             scores: the gate says readiness cannot be shown); ``None``: ``readiness.judge``.
@@ -97,7 +97,7 @@ class DemoOptions:
     limit: int | None = None
     agents: list[str] | None = None
     settings: Settings | None = None
-    job_timeout_s: float = 300.0
+    job_timeout_s: float = 900.0
     services: tuple[type, ...] | None = None
     judge: Literal["embedded", "off"] | None = None
     judge_sample: int = 3
