@@ -11,10 +11,11 @@ Tree::
     ├── EmbeddingError         the embedder could not load or encode
     ├── GoldenSetError         a golden set or eval-case file is malformed or missing
     ├── AgentError             the agent under evaluation was unreachable / timed out / 5xx
-    └── ReviewError            a review action could not be taken (docs/review.md)
-        ├── ReviewNotFound     no such candidate / case / version / eval case
-        ├── ReviewConflict     the item changed since the reviewer saw it, or is decided
-        └── ReviewInputError   the action's input is malformed (FieldProblems)
+    ├── ReviewError            a review action could not be taken (docs/review.md)
+    │   ├── ReviewNotFound     no such candidate / case / version / eval case
+    │   ├── ReviewConflict     the item changed since the reviewer saw it, or is decided
+    │   └── ReviewInputError   the action's input is malformed (FieldProblems)
+    └── JudgeError             the judge could not start (weights missing or corrupt, server died)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "GoldenSetError",
     "InvalidBatch",
     "InvalidEvent",
+    "JudgeError",
     "ReviewConflict",
     "ReviewError",
     "ReviewInputError",
@@ -156,3 +158,8 @@ class ReviewInputError(ReviewError):
         self.problems = problems
         super().__init__("; ".join(
             f"{p.field}: expected {p.expected}, received {p.received}" for p in problems))
+class JudgeError(EvalloopError):
+    """The judge could not be set up: weights missing or failing their SHA-256, the server died.
+
+    A failure of one judge *question* is never raised: that dimension is unscored instead.
+    """

@@ -28,7 +28,8 @@ def _base(case: EvalCase) -> dict[str, object]:
 
 
 def score_response(case: EvalCase, response: str, *, response_format: str | None = None,
-                   latency_ms: float | None = None, attempts: int = 1) -> CaseResult:
+                   latency_ms: float | None = None, attempts: int = 1,
+                   retrieved_context: list[str] | None = None) -> CaseResult:
     """Judge one answer: refusal and escalation gates, quality flags, human-review reasons.
 
     Args:
@@ -37,6 +38,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         response_format: the format it was read from (``sse``, ``openai``... or ``canned``).
         latency_ms: request wall time in milliseconds, if measured.
         attempts: HTTP requests made (0 for a canned response).
+        retrieved_context: passage ids the agent said it retrieved (``None``: not said).
 
     Returns:
         ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
@@ -65,6 +67,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         gates={g.gate: GateRecord.of(g) for g in gates},
         flags=[FlagRecord(name=f.name, detail=f.detail) for f in flags],
         requires_human_review=bool(reasons), review_reasons=reasons,
+        retrieved_context=retrieved_context,
     )
 
 
