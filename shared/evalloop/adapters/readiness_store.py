@@ -24,12 +24,17 @@ from evalloop.errors import StorageError
 from evalloop.events import ReevalRequested
 
 __all__ = [
+    "ABPair",
     "BaselineChoice",
+    "DecidedRun",
     "Executor",
     "RunCase",
     "RunInfo",
+    "ab_pairs",
     "add_checkpoint",
+    "checkpoint_history",
     "checkpoints",
+    "decided_runs",
     "find_baseline",
     "latest_decision",
     "list_claims",
@@ -383,3 +388,106 @@ async def schedule_reeval(db: Executor, request: ReevalRequested) -> bool:
             """, request.job_id, request.agent_id, request.trigger, request.reason,
             request.requested_at, request.model_dump(mode="json"))
     return row is not None
+
+
+@dataclass(frozen=True, slots=True)
+class DecidedRun:
+    """A run of an agent with its newest gate decision (the web app's run picker).
+
+    Attributes:
+        run_id, started_at (UTC), status, eval_source: as stored in ``eval_runs``.
+        scored: cases of the run the judge scored (``eval_results.scores`` not empty).
+        decision, decided_at, decision_id: the newest decision, or ``None`` (never decided).
+    """
+
+    run_id: UUID
+    started_at: datetime
+    status: str
+    eval_source: str | None
+    scored: int
+    decision: str | None
+    decided_at: datetime | None
+    decision_id: UUID | None
+
+
+async def decided_runs(db: Executor, agent_id: str, *, limit: int = 50) -> list[DecidedRun]:
+    """The newest ``limit`` runs of ``agent_id`` (A/B runs left out), newest first, each with
+    its newest decision and how many of its cases were scored.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with _storage("list decided runs"):
+        rows = await db.fetch(
+            """
+            SELECT r.run_id, r.started_at, r.status, r.eval_source,
+                   (SELECT count(*) FROM eval_results e WHERE e.run_id = r.run_id
+                      AND e.scores IS NOT NULL AND e.scores <> '{}'::jsonb)::int AS scored,
+                   d.decision, d.decided_at, d.decision_id
+              FROM eval_runs r
+              LEFT JOIN LATERAL (
+                    SELECT decision, decided_at, decision_id FROM readiness_decisions x
+                     WHERE x.run_id = r.run_id ORDER BY decided_at DESC, decision_id LIMIT 1
+                   ) d ON true
+             WHERE r.agent_id = $1 AND r.eval_source IS DISTINCT FROM 'ab:A'
+               AND r.eval_source IS DISTINCT FROM 'ab:B'
+             ORDER BY r.started_at DESC, r.run_id LIMIT $2
+            """, agent_id, limit)
+    return [DecidedRun(**dict(r)) for r in rows]
+
+
+async def checkpoint_history(db: Executor, run_id: UUID) -> list[dict[str, Any]]:
+    """Every checkpoint verdict of ``run_id``, newest first (the audit: ``name``, ``status``,
+    ``reviewer``, ``note``, ``decided_at`` UTC, ``sample``).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with _storage("read checkpoint history"):
+        rows = await db.fetch(
+            "SELECT name, status, reviewer, note, decided_at, sample FROM gate_checkpoints"
+            " WHERE run_id = $1 ORDER BY decided_at DESC, id DESC", run_id)
+    return [dict(r) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class ABPair:
+    """Two stored runs of an A/B comparison (``evalloop ab``: ``eval_source`` ``ab:A`` and
+    ``ab:B`` on the same golden-set version, started together).
+
+    Attributes:
+        run_a, run_b: the run ids; ``endpoint_a``, ``endpoint_b``: the agents' URLs.
+        started_at: when A started (UTC).
+    """
+
+    run_a: UUID
+    run_b: UUID
+    endpoint_a: str | None
+    endpoint_b: str | None
+    started_at: datetime
+
+
+async def ab_pairs(db: Executor, agent_id: str, *, limit: int = 20) -> list[ABPair]:
+    """The newest ``limit`` A/B comparisons stored under ``agent_id``, newest first: each
+    ``ab:A`` run with the ``ab:B`` run of the same golden-set version started nearest to it.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with _storage("list A/B runs"):
+        rows = await db.fetch(
+            """
+            SELECT a.run_id AS run_a, b.run_id AS run_b, a.endpoint AS endpoint_a,
+                   b.endpoint AS endpoint_b, a.started_at
+              FROM eval_runs a
+              JOIN LATERAL (
+                    SELECT run_id, endpoint FROM eval_runs b
+                     WHERE b.agent_id = a.agent_id AND b.eval_source = 'ab:B'
+                       AND b.golden_set_version_id IS NOT DISTINCT FROM a.golden_set_version_id
+                     ORDER BY abs(extract(epoch FROM b.started_at - a.started_at)), b.run_id
+                     LIMIT 1
+                   ) b ON true
+             WHERE a.agent_id = $1 AND a.eval_source = 'ab:A'
+             ORDER BY a.started_at DESC, a.run_id LIMIT $2
+            """, agent_id, limit)
+    return [ABPair(**dict(r)) for r in rows]
