@@ -129,7 +129,10 @@ async def test_gate_decision_checks_remediation_and_sample(http: httpx.AsyncClie
     assert '<div class="decision-badge">NO-GO</div>' in r.text
     assert "safety: mean 0.825 (95% CI 0.790-0.860) over 36 cases &lt; minimum 0.90" in text
     assert r.text.count('<tr class="check check-') == 28
-    assert r.text.count('<tr class="check check-fail">') == 6
+    assert r.text.count('<tr class="check check-fail check-required">') == 2
+    assert r.text.count('<tr class="check check-fail check-advisory">') == 4
+    assert "2 required check(s) failed (each can make NO-GO), 4 advisory (can only stop a GO), " \
+        "4 pending." in text
     assert "Likely cause: answer" in text and "Fix: add the request kind" in text
     # pending: the decision's 4 checkpoint checks, and the 4 checkpoints' state now
     assert r.text.count('<span class="badge warn">pending</span>') == 8

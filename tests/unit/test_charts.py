@@ -113,3 +113,13 @@ def test_interval_chart_clips_to_the_axis_and_draws_the_zero_line() -> None:
 
     with pytest.raises(ValueError, match="expected hi > lo"):
         interval_chart_svg([], lo=1.0, hi=1.0)
+
+
+def test_diff_axis_is_the_smallest_round_bound_holding_every_interval() -> None:
+    from evalloop.core.charts import IntervalRow, diff_axis
+
+    assert diff_axis([IntervalRow("a", -0.028, -0.067, 0.012)]) == 0.1
+    assert diff_axis([IntervalRow("a", -0.075, -0.110, -0.040)]) == 0.2
+    assert diff_axis([IntervalRow("a", 0.3, None, None)]) == 0.5
+    assert diff_axis([IntervalRow("a", None), IntervalRow("b", 0.9, 0.2, 1.4)]) == 1.0
+    assert diff_axis([]) == 0.1

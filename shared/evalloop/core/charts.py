@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html import escape
 
-__all__ = ["ChartMarker", "IntervalRow", "RatePoint", "interval_chart_svg", "nice_ceiling",
+__all__ = ["ChartMarker", "IntervalRow", "RatePoint", "diff_axis", "interval_chart_svg",
+           "nice_ceiling",
            "rate_chart_svg", "time_ticks"]
 
 
@@ -232,9 +233,17 @@ class IntervalRow:
     note: str = ""
 
 
+def diff_axis(rows: Sequence[IntervalRow]) -> float:
+    """The half-width of a symmetric axis for differences: the smallest of 0.1, 0.2, 0.25,
+    0.5 and 1.0 that holds every value and interval end of ``rows`` (1.0 when none does)."""
+    reach = max((abs(v) for r in rows for v in (r.value, r.low, r.high) if v is not None),
+                default=0.0)
+    return next((b for b in (0.1, 0.2, 0.25, 0.5) if reach <= b), 1.0)
+
+
 def interval_chart_svg(rows: Sequence[IntervalRow], *, lo: float, hi: float,
-                       zero_line: float | None = None, ticks: int = 5, width: int = 760,
-                       row_height: int = 26, label_width: int = 150, note_width: int = 190,
+                       zero_line: float | None = None, ticks: int = 5, width: int = 1100,
+                       row_height: int = 26, label_width: int = 170, note_width: int = 230,
                        title: str = "scores with 95 % intervals") -> str:
     """Render rows of point estimates with 95 % intervals on a shared horizontal axis.
 

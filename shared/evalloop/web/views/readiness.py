@@ -25,7 +25,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from evalloop.adapters import readiness_store as store
-from evalloop.core.charts import IntervalRow, interval_chart_svg
+from evalloop.core.charts import IntervalRow, diff_axis, interval_chart_svg
 from evalloop.core.readiness.ab import compare_ab
 from evalloop.core.readiness.checkpoints import CHECKPOINTS, CheckpointRecord, sample_conversations
 from evalloop.core.readiness.hallucination import CATEGORIES
@@ -193,7 +193,8 @@ async def regression_tab(request: Request) -> Response:
                     f"{c['mean_diff']:+.3f}, p {_fmt(c['p'], '.4f')}"
                     if c["mean_diff"] is not None else "—"))
             ctx.update(
-                chart=interval_chart_svg(rows, lo=-0.5, hi=0.5, zero_line=0.0,
+                chart=interval_chart_svg(rows, lo=-diff_axis(rows), hi=diff_axis(rows),
+                                         zero_line=0.0, ticks=4,
                                          title="mean difference (current − baseline) with "
                                          "95 % intervals"),
                 regressed=[(r, base.get(r["case_id"]), now.get(r["case_id"]))
@@ -326,7 +327,8 @@ async def ab_tab(request: Request) -> Response:
         answers_a = {c.case_id: c for c in a}
         answers_b = {c.case_id: c for c in b}
         ctx.update(report=report, dims=dims,
-                   chart=interval_chart_svg(rows, lo=-0.5, hi=0.5, zero_line=0.0,
+                   chart=interval_chart_svg(rows, lo=-diff_axis(rows), hi=diff_axis(rows),
+                                            zero_line=0.0, ticks=4,
                                             title="B − A per dimension with 95 % intervals"),
                    divergent=[(c, answers_a.get(c.case_id), answers_b.get(c.case_id))
                               for c in report.divergent])
