@@ -108,10 +108,9 @@ async def seed_readiness(pool: asyncpg.Pool, seeded: Seeded) -> ReadinessSeeded:
     verdict = await decide_run(pool, current.run_id, now=DECIDED_AT)
 
     run_a = await run_eval(cases, canned, agent_id=AGENT, golden_set_version_id=version,
-                           eval_source="ab:A", run_id=UUID(int=0xA))
+                           eval_source="ab:A")
     run_b = await run_eval(cases, {**canned, "a001": "B's answer to a001."}, agent_id=AGENT,
-                           golden_set_version_id=version, eval_source="ab:B",
-                           run_id=UUID(int=0xB))
+                           golden_set_version_id=version, eval_source="ab:B")
     for run in (run_a, run_b):
         await save_eval_run(pool, run)
     await _judge(pool, run_a.run_id, ids, current=False)

@@ -220,7 +220,8 @@ class IntervalRow:
         value: the point estimate, or ``None`` (unscored: the row says so, no point).
         low, high: its 95 % interval, or ``None`` (fewer than two values).
         reference: a value drawn as a tick on the row (a minimum), or ``None``.
-        status: ``ok`` / ``bad`` / ``warn`` / ``muted``: the point's CSS class.
+        status: ``ok`` / ``good`` / ``bad`` / ``warn`` / ``muted``: the row's CSS class
+            (``row-<status>``).
         note: text drawn right of the plot (e.g. ``0.81 ≥ 0.75``).
     """
 

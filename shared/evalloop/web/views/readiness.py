@@ -320,7 +320,7 @@ async def ab_tab(request: Request) -> Response:
                 for d, x in report.dimensions.items()}
         rows = [IntervalRow(d.replace("_", " "), x["mean_diff"], x["ci95"][0], x["ci95"][1],
                             None, "muted" if x["n"] == 0 else
-                            "ok" if x["better"] == "B" else "bad" if x["better"] == "A"
+                            "good" if x["better"] == "B" else "bad" if x["better"] == "A"
                             else "warn", "no shared scores" if x["n"] == 0 else
                             f"better: {x['better']}, p {_fmt(x['p'], '.4f')}")
                 for d, x in dims.items()]
