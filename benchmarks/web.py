@@ -261,7 +261,7 @@ async def main(args: argparse.Namespace) -> int:
                  lambda: readiness_store.latest_decision(pool, run_id)),
                 ("hallucinations", f"/agents/{AGENT}/hallucinations",
                  lambda: readiness_store.list_claims(pool, agent_id=AGENT, since=datetime(
-                     2000, 1, 1, tzinfo=UTC), hallucinated_only=False, limit=100_000)),
+                     2000, 1, 1, tzinfo=UTC), limit=300)),
                 ("gate", f"/agents/{AGENT}/gate",
                  lambda: readiness_store.latest_decision(pool, run_id)),
                 ("a/b", f"/agents/{AGENT}/ab", lambda: readiness_store.ab_pairs(pool, AGENT)),

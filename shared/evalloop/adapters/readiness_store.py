@@ -34,6 +34,7 @@ __all__ = [
     "add_checkpoint",
     "checkpoint_history",
     "checkpoints",
+    "claim_counts",
     "decided_runs",
     "find_baseline",
     "latest_decision",
@@ -491,3 +492,29 @@ async def ab_pairs(db: Executor, agent_id: str, *, limit: int = 20) -> list[ABPa
              ORDER BY a.started_at DESC, a.run_id LIMIT $2
             """, agent_id, limit)
     return [ABPair(**dict(r)) for r in rows]
+
+
+async def claim_counts(db: Executor, *, agent_id: str | None, since: datetime,
+                       run_id: UUID | None = None) -> dict[str, int]:
+    """Counts of the claims judged at or after ``since`` (optionally of one agent or run):
+    ``claims``, ``supported``, ``unscored`` and one key per category found (the same keys as
+    :func:`evalloop.readiness.report.hallucination_counts`, counted in the database).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with _storage("count claims"):
+        rows = await db.fetch(
+            """
+            SELECT category, supported, count(*)::int AS n FROM hallucination_claims
+             WHERE judged_at >= $1 AND ($2::text IS NULL OR agent_id = $2)
+               AND ($3::uuid IS NULL OR run_id = $3)
+             GROUP BY category, supported
+            """, since, agent_id, run_id)
+    out = {"claims": sum(r["n"] for r in rows),
+           "supported": sum(r["n"] for r in rows if r["supported"] is True),
+           "unscored": sum(r["n"] for r in rows if r["supported"] is None)}
+    for r in rows:
+        if r["category"] is not None:
+            out[r["category"]] = out.get(r["category"], 0) + r["n"]
+    return out

@@ -32,7 +32,7 @@ from evalloop.core.readiness.hallucination import CATEGORIES
 from evalloop.core.readiness.regression import compare
 from evalloop.core.readiness.scores import DIMENSIONS, MINIMUMS, composite, dimension_stats
 from evalloop.events import utc_now
-from evalloop.readiness.report import hallucination_counts, paired_json, regression_json
+from evalloop.readiness.report import paired_json, regression_json
 from evalloop.readiness.verdict import case_scores
 from evalloop.web.render import page
 from evalloop.web.tabs import Tab
@@ -220,10 +220,10 @@ async def hallucinations_tab(request: Request) -> Response:
     if run_id is not None and all(r.run_id != run_id for r in runs):
         raise HTTPException(404, f"agent {agent!r} has no run {run_id}")
     pool = request.app.state.pool
-    checked = await store.list_claims(pool, agent_id=agent, since=since, run_id=run_id,
-                                      hallucinated_only=False, limit=100_000)
-    counts = hallucination_counts(checked)
-    claims = [c for c in checked if c["category"] is not None][:CLAIMS_SHOWN]
+    counted = await store.claim_counts(pool, agent_id=agent, since=since, run_id=run_id)
+    counts: dict[str, int] = {**{c: 0 for c in CATEGORIES}, **counted}
+    claims = await store.list_claims(pool, agent_id=agent, since=since, run_id=run_id,
+                                     hallucinated_only=True, limit=CLAIMS_SHOWN)
     by_category = {cat: [c for c in claims if c["category"] == cat] for cat in CATEGORIES}
     return page(request, "hallucinations.html", agent=agent, active="hallucinations",
                 runs=runs, run_id=run_id, since=since_key, since_choices=list(SINCE_CHOICES),
