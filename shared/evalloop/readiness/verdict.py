@@ -178,7 +178,8 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
         run_id: the run.
         knowledge: passage texts by id.
         sample: judge at most this many answered cases, drawn reproducibly by
-            :func:`sample_key` (``None``: all).
+            :func:`sample_key` from the cases that should not be refused (from all when they
+            are too few) (``None``: all).
         rejudge: judge cases already scored again (the judge's cache makes an unchanged
             answer free).
         concurrency: cases judged at once.
@@ -204,9 +205,13 @@ async def judge_run(pool: asyncpg.Pool, judge: Judge, run_id: UUID, *, knowledge
             and (case_ids is None or c.case_id in case_ids)]
     sampled = sample is not None and sample < len(todo)
     if sample is not None:
+        # A sample is drawn from the cases that should be answered when there are enough of
+        # them: a refusal has no passages to be grounded in, and its gate already judges it.
+        pool_ = [c for c in todo if not c.should_refuse]
+        pool_ = pool_ if len(pool_) >= sample else todo
         # in the sample's own (seeded) order: under a time budget, runs judged with the same
         # sample key judge the same leading cases
-        keep = sample_conversations(sample_key(info), [c.case_id for c in todo], sample)
+        keep = sample_conversations(sample_key(info), [c.case_id for c in pool_], sample)
         by_id = {c.case_id: c for c in todo}
         todo = [by_id[i] for i in keep]
     before = judge.usage()
