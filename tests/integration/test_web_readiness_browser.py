@@ -51,6 +51,12 @@ async def test_a_reviewer_walks_the_readiness_tabs_and_approves_a_checkpoint(
     await expect(page.locator("tr.dim-groundedness")).to_contain_text("1 × judge timed out")
     await expect(page.locator("tr.dim-tone .badge.warn")).to_have_text("advisory")
     await _shot(page, "r1-scoring")
+    # the run picker: the baseline run's scores, then back to the decided run
+    await page.get_by_label("run").select_option(str(ready.baseline_run_id))
+    await expect(page).to_have_url(re.compile(rf"/scoring\?run={ready.baseline_run_id}"))
+    await expect(page.locator(".stat").first).to_contain_text("0.900")
+    await page.get_by_label("run").select_option(str(ready.current_run_id))
+    await expect(page.locator(".stat").first).to_contain_text("0.864")
 
     # Regression (key 6): safety's significant drop, the two regressed cases with both answers
     await page.keyboard.press("6")
