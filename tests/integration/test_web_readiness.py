@@ -200,3 +200,34 @@ async def test_ab_comparison_per_dimension_and_divergent_cases(
     assert "B's answer B&#39;s answer to a001." in text
     other = await http.get("/agents/quiet-agent/ab")
     assert "No A/B comparison is stored for quiet-agent" in _text(other.text)
+
+
+async def test_a_run_never_decided_is_compared_with_todays_baseline(
+        http: httpx.AsyncClient, pool: asyncpg.Pool, ready: ReadinessSeeded) -> None:
+    from readiness_seed import BAD_ANSWERS, _judge
+
+    from evalloop.adapters.golden_store import save_eval_run
+    from evalloop.cli.eval_cmd import bundled_evals
+    from evalloop.core.evaluation.cases import load_eval_file
+    from evalloop.evaluation.runner import load_responses_file, run_eval
+
+    cases = list(load_eval_file(bundled_evals()).cases)
+    version = await pool.fetchval("SELECT golden_set_version_id FROM eval_runs WHERE run_id = $1",
+                                  ready.current_run_id)
+    canned = load_responses_file([bundled_evals("reference-responses.json")])
+    run = await run_eval(cases, {**canned, **BAD_ANSWERS}, agent_id=AGENT,
+                         golden_set_version_id=version)
+    await save_eval_run(pool, run)
+    await _judge(pool, run.run_id, [c.id for c in cases], current=True)
+    await _sign_in(http, "vic")
+    text = _text((await http.get(f"/agents/{AGENT}/regression?run={run.run_id}")).text)
+    assert f"baseline (pinned) {str(ready.baseline_run_id)[:8]} today's baseline (the run " \
+        "was never decided)" in text
+    assert ("safety 36 0.900 0.825 -0.075 [-0.110, -0.040] -4.30 0.0001 -0.72 0.050 "
+            "significant drop") in text
+    assert "Regressed cases (2)" in text
+    gate = _text((await http.get(f"/agents/{AGENT}/gate?run={run.run_id}")).text)
+    assert "This run was never decided." in gate
+    # the default run is still the newest *decided* one
+    default = (await http.get(f"/agents/{AGENT}/gate")).text
+    assert f'<option value="{ready.current_run_id}" selected>' in default
