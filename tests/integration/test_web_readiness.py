@@ -231,3 +231,15 @@ async def test_a_run_never_decided_is_compared_with_todays_baseline(
     # the default run is still the newest *decided* one
     default = (await http.get(f"/agents/{AGENT}/gate")).text
     assert f'<option value="{ready.current_run_id}" selected>' in default
+
+
+async def test_an_agent_without_runs_gets_every_tab_saying_so(http: httpx.AsyncClient) -> None:
+    await _sign_in(http, "vic")
+    for tab, says in (("scoring", "No evaluation run of quiet-agent yet."),
+                      ("regression", "No evaluation run of quiet-agent yet."),
+                      ("gate", "No evaluation run of quiet-agent yet."),
+                      ("hallucinations", "No hallucinated claim in this window."),
+                      ("ab", "No A/B comparison is stored for quiet-agent.")):
+        r = await http.get(f"/agents/quiet-agent/{tab}")
+        assert r.status_code == 200, tab
+        assert says in _text(r.text), tab
