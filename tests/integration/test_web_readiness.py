@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import asyncpg
 import httpx
@@ -243,3 +244,27 @@ async def test_an_agent_without_runs_gets_every_tab_saying_so(http: httpx.AsyncC
         r = await http.get(f"/agents/quiet-agent/{tab}")
         assert r.status_code == 200, tab
         assert says in _text(r.text), tab
+
+
+async def test_decided_runs_lists_newest_first_and_finds_one_run(
+        pool: asyncpg.Pool, ready: ReadinessSeeded, http: httpx.AsyncClient) -> None:
+    from evalloop.adapters import readiness_store as store
+
+    runs = await store.decided_runs(pool, AGENT)
+    # A/B runs are not listed; the decided run first (started last), with its decision
+    assert [(r.run_id, r.decision, r.scored) for r in runs] == [
+        (ready.current_run_id, "NO-GO", 36), (ready.baseline_run_id, None, 36)]
+    assert [r.run_id for r in await store.decided_runs(pool, AGENT, limit=1)] == [
+        ready.current_run_id]
+    one = await store.decided_runs(pool, AGENT, limit=1, run_id=ready.baseline_run_id)
+    assert [r.run_id for r in one] == [ready.baseline_run_id]
+    assert await store.decided_runs(pool, AGENT, run_id=ready.ab_a) == []
+    assert await store.claim_counts(pool, agent_id=AGENT, since=ready_since()) == {
+        "claims": 3, "supported": 1, "unscored": 0, "fabricated": 1, "outdated": 1}
+    await _sign_in(http, "vic")
+    r = await http.get(f"/agents/{AGENT}/hallucinations?run={ready.ab_a}")
+    assert r.status_code == 404
+
+
+def ready_since() -> datetime:
+    return datetime(2000, 1, 1, tzinfo=UTC)

@@ -411,9 +411,11 @@ class DecidedRun:
     decision_id: UUID | None
 
 
-async def decided_runs(db: Executor, agent_id: str, *, limit: int = 50) -> list[DecidedRun]:
+async def decided_runs(db: Executor, agent_id: str, *, limit: int = 50,
+                       run_id: UUID | None = None) -> list[DecidedRun]:
     """The newest ``limit`` runs of ``agent_id`` (A/B runs left out), newest first, each with
-    its newest decision and how many of its cases were scored.
+    its newest decision and how many of its cases were scored; with ``run_id``, only that run
+    (an empty list when it is not one of the agent's).
 
     Raises:
         StorageError: PostgreSQL failed.
@@ -432,8 +434,9 @@ async def decided_runs(db: Executor, agent_id: str, *, limit: int = 50) -> list[
                    ) d ON true
              WHERE r.agent_id = $1 AND r.eval_source IS DISTINCT FROM 'ab:A'
                AND r.eval_source IS DISTINCT FROM 'ab:B'
+               AND ($3::uuid IS NULL OR r.run_id = $3)
              ORDER BY r.started_at DESC, r.run_id LIMIT $2
-            """, agent_id, limit)
+            """, agent_id, limit, run_id)
     return [DecidedRun(**dict(r)) for r in rows]
 
 

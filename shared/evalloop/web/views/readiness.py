@@ -71,8 +71,12 @@ async def _pick_run(request: Request, agent: str, run_text: str | None = None) -
     wanted = _uuid(run_text if run_text is not None else request.query_params.get("run"), "run")
     if wanted is not None:
         run = next((r for r in runs if r.run_id == wanted), None)
-        if run is None:
-            raise HTTPException(404, f"agent {agent!r} has no run {wanted}")
+        if run is None:  # older than the listed runs?
+            older = await store.decided_runs(request.app.state.pool, agent, run_id=wanted)
+            if not older:
+                raise HTTPException(404, f"agent {agent!r} has no run {wanted}")
+            run = older[0]
+            runs = [*runs, run]
         return _Picked(runs, run)
     decided = next((r for r in runs if r.decision is not None), None)
     return _Picked(runs, decided or (runs[0] if runs else None))
@@ -215,10 +219,9 @@ async def hallucinations_tab(request: Request) -> Response:
     window = SINCE_CHOICES[since_key]
     now = utc_now()
     since = now - window if window is not None else now - timedelta(days=365 * 100)
-    runs = await store.decided_runs(request.app.state.pool, agent)
-    run_id = _uuid(request.query_params.get("run"), "run")
-    if run_id is not None and all(r.run_id != run_id for r in runs):
-        raise HTTPException(404, f"agent {agent!r} has no run {run_id}")
+    picked = await _pick_run(request, agent) if request.query_params.get("run") else None
+    runs = picked.runs if picked else await store.decided_runs(request.app.state.pool, agent)
+    run_id = picked.run.run_id if picked and picked.run else None
     pool = request.app.state.pool
     counted = await store.claim_counts(pool, agent_id=agent, since=since, run_id=run_id)
     counts: dict[str, int] = {**{c: 0 for c in CATEGORIES}, **counted}
