@@ -113,6 +113,11 @@ async def test_hallucinations_by_category_with_traces_and_filters(
             + " · case r001 · claim 1 · support 0.12") in text
     assert "nearest passage hr-policy/leave/annual-leave/1 Grade N4 and above" in text
     assert "suggested correction You get 18 working days of annual leave a year." in text
+    # the trace: the case's question and answer, what the agent retrieved, what was checked
+    assert ("trace: the question, the answer, the passages checked Question: How many days of "
+            "annual leave do I get? I&#39;m on Grade N5 and joined 4 years ago. answer (claim 1 "
+            "of it checked) You get 14 days of annual leave.") in text
+    assert "Checked against: hr-policy/leave/sick-leave/1" in text
     base = await http.get(f"/agents/{AGENT}/hallucinations?since=all&run="
                           f"{ready.baseline_run_id}")
     assert "claims checked 0" in _text(base.text)

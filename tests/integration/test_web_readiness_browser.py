@@ -73,6 +73,9 @@ async def test_a_reviewer_walks_the_readiness_tabs_and_approves_a_checkpoint(
     await expect(page.locator(".claim")).to_have_count(2)
     await expect(page.locator("section.claims-outdated .claim")).to_contain_text(
         "You get 18 working days of annual leave a year.")
+    trace = page.locator("section.claims-outdated details.trace")
+    await trace.locator("summary").click()
+    await expect(trace).to_contain_text("How many days of annual leave do I get?")
     await _shot(page, "r3-hallucinations")
     await page.get_by_label("run").select_option(str(ready.baseline_run_id))
     await page.get_by_role("button", name="filter").click()

@@ -26,12 +26,14 @@ from evalloop.events import ReevalRequested
 __all__ = [
     "ABPair",
     "BaselineChoice",
+    "CaseText",
     "DecidedRun",
     "Executor",
     "RunCase",
     "RunInfo",
     "ab_pairs",
     "add_checkpoint",
+    "case_texts",
     "checkpoint_history",
     "checkpoints",
     "claim_counts",
@@ -521,3 +523,41 @@ async def claim_counts(db: Executor, *, agent_id: str | None, since: datetime,
         if r["category"] is not None:
             out[r["category"]] = out.get(r["category"], 0) + r["n"]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class CaseText:
+    """What a case of a run asked and answered (a claim's trace).
+
+    Attributes:
+        question, answer: the case's input and the agent's answer (``None``: no answer).
+        retrieved: passage ids the agent said it retrieved (``None``: not said).
+    """
+
+    question: str
+    answer: str | None
+    retrieved: tuple[str, ...] | None
+
+
+async def case_texts(db: Executor, keys: Sequence[tuple[UUID, str]]
+                     ) -> dict[tuple[UUID, str], CaseText]:
+    """The question, answer and retrieved passages of each ``(run_id, case_id)`` in ``keys``
+    (keys that match no stored result are left out).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    if not keys:
+        return {}
+    with _storage("read case texts"):
+        rows = await db.fetch(
+            """
+            SELECT r.run_id, r.case_id, r.input, r.response, r.retrieved_context
+              FROM eval_results r
+              JOIN unnest($1::uuid[], $2::text[]) AS k(run_id, case_id)
+                ON r.run_id = k.run_id AND r.case_id = k.case_id
+            """, [k[0] for k in keys], [k[1] for k in keys])
+    return {(r["run_id"], r["case_id"]): CaseText(
+        r["input"], r["response"],
+        None if r["retrieved_context"] is None else tuple(r["retrieved_context"]))
+        for r in rows}

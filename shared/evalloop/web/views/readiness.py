@@ -227,10 +227,11 @@ async def hallucinations_tab(request: Request) -> Response:
     counts: dict[str, int] = {**{c: 0 for c in CATEGORIES}, **counted}
     claims = await store.list_claims(pool, agent_id=agent, since=since, run_id=run_id,
                                      hallucinated_only=True, limit=CLAIMS_SHOWN)
+    traces = await store.case_texts(pool, sorted({(c["run_id"], c["case_id"]) for c in claims}))
     by_category = {cat: [c for c in claims if c["category"] == cat] for cat in CATEGORIES}
     return page(request, "hallucinations.html", agent=agent, active="hallucinations",
                 runs=runs, run_id=run_id, since=since_key, since_choices=list(SINCE_CHOICES),
-                counts=counts, categories=CATEGORIES, by_category=by_category,
+                counts=counts, categories=CATEGORIES, by_category=by_category, traces=traces,
                 shown=len(claims), hallucinated=sum(counts[c] for c in CATEGORIES))
 
 
