@@ -11,16 +11,23 @@ Consumes ``reeval.requested.v1`` (group ``evalloop-evaluator``). For each job:
    resolves the agent's current golden-set version and **pins** it on the job (a retried job
    runs the version it started with);
 4. selects the cases the trigger calls for (``docs/rules.md#eval-cadence``,
-   :mod:`evalloop.core.cadence`), runs them with bounded concurrency
-   (:func:`evalloop.evaluation.run_eval`) while heartbeating the claim;
-5. in one transaction: re-checks it still owns the job, stores the run and its per-case
-   results, marks the job ``succeeded`` with the summary; then publishes
-   ``reeval.completed.v1``. A worker that lost its claim (it stalled past the lease) stores
-   nothing, so a job finishes once.
+   :mod:`evalloop.core.cadence`),
+   runs them with bounded concurrency (:func:`evalloop.evaluation.run_eval`) while
+   heartbeating the claim;
+5. stores the run (re-checking it still owns the job), then **judges and gates** it
+   (:mod:`services.evaluator.verdict`: the seven dimensions and the claims of every answer,
+   the GO / CONDITIONAL GO / NO-GO decision stored and published as ``readiness.decided.v1``;
+   a CONDITIONAL GO schedules its re-evaluation within 7 days);
+6. in one transaction: re-checks it still owns the job, marks it ``succeeded`` with the
+   summary and the decision; then publishes ``reeval.completed.v1`` carrying the decision. A
+   worker that lost its claim (it stalled past the lease) finishes nothing, so a job finishes
+   once.
 
 A periodic **sweep** (started by :meth:`EvaluatorService.start`, immediately and then every
-``sweep_interval_s``) picks up jobs whose worker died (stale heartbeat) and requested jobs the
-bus never delivered, and gives up on jobs that exhausted ``max_attempts``. A job that cannot run
+``sweep_interval_s``) picks up jobs whose worker died (stale heartbeat), requested jobs the
+bus never delivered and scheduled jobs now due (a CONDITIONAL GO's re-evaluation, the nightly
+runs of ``readiness.nightly_agents``, which it also writes), and gives up on jobs that
+exhausted ``max_attempts``. A job that cannot run
 (no endpoint, no golden set) is finished as ``failed`` with the reason; an unreachable agent is
 not a job failure: the runner reports it per case and the run's gate fails.
 
@@ -57,6 +64,7 @@ from evalloop.evaluation import run_eval
 from evalloop.events import (
     CandidateProposed,
     FeedbackEvent,
+    ReadinessDecided,
     ReevalCompleted,
     ReevalRequested,
     dump_event,
@@ -66,6 +74,12 @@ from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.settings import AgentEndpoint
 from evalloop.topics import GROUP_EVALUATOR
 from services.evaluator import golden, incidents
+from services.evaluator.verdict import (
+    JudgeHolder,
+    judge_and_decide,
+    record_deployments,
+    schedule_nightly,
+)
 
 __all__ = ["GROUP_EVALUATOR_INCIDENTS", "EvaluatorService", "JobFailed", "run_id_for"]
 
@@ -124,6 +138,8 @@ class EvaluatorService(Service):
                   "a re-evaluation job finished: run id, pinned golden-set version, summary"),
         Publishes("candidate_proposed", CandidateProposed,
                   "a golden-set candidate covering an escalation incident (seed 003 cadence)"),
+        Publishes("readiness_decided", ReadinessDecided,
+                  "the production gate decided on a run: GO / CONDITIONAL GO / NO-GO, why"),
     )
 
     def __init__(self, deps: Deps) -> None:
@@ -143,6 +159,7 @@ class EvaluatorService(Service):
         self.skipped = 0
         self.completed = 0
         self.job_errors = 0
+        self.judges = JudgeHolder(deps)
 
     # ------------------------------------------------------------------ bus handlers
 
@@ -168,7 +185,8 @@ class EvaluatorService(Service):
 
     async def on_feedback_events(self, records: list[Record]) -> None:
         """Propose a golden-set candidate for every escalation event (see
-        :func:`services.evaluator.incidents.propose_from_records`).
+        :func:`services.evaluator.incidents.propose_from_records`) and record the deployment an
+        ``agent_changed`` event names (:func:`services.evaluator.verdict.record_deployments`).
 
         Raises:
             StorageError: PostgreSQL failed (the batch is redelivered).
@@ -176,6 +194,7 @@ class EvaluatorService(Service):
                 queue insert is idempotent).
         """
         await incidents.propose_from_records(self.deps, records)
+        await record_deployments(self.deps, records)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -253,6 +272,8 @@ class EvaluatorService(Service):
                 summary={"status": "failed", "attempts": self.cfg.max_attempts},
                 error=f"gave up after {self.cfg.max_attempts} attempts",
             ))
+        if self.deps.settings.readiness.nightly_agents:
+            await schedule_nightly(self.deps, utc_now())
         due: list[UUID] = await job_store.due_jobs(
             self.deps.pool, lease_s=self.cfg.lease_s, grace_s=self.cfg.request_grace_s,
             max_attempts=self.cfg.max_attempts,
@@ -307,6 +328,23 @@ class EvaluatorService(Service):
                 log.warning("evaluator: lost the claim on job %s; its new owner finishes it",
                             job_id)
                 return None
+            if outcome.run is not None:
+                if not await self._store_run(job_id, outcome.run):
+                    log.warning("evaluator: job %s was taken over before its run was stored",
+                                job_id)
+                    return None
+                run_id = outcome.run.run_id
+                try:
+                    verdict = await self._with_heartbeat(
+                        job_id, lambda: judge_and_decide(self.deps, self.judges, run_id))
+                except asyncio.CancelledError:
+                    with contextlib.suppress(StorageError):  # as above: hand it back
+                        await job_store.release(self.deps.pool, job_id, self.worker_id)
+                    raise
+                if verdict is None:
+                    log.warning("evaluator: lost the claim on job %s while judging", job_id)
+                    return None
+                outcome.result.update(verdict)
             if not await self._store(job_id, outcome):
                 log.warning("evaluator: job %s was taken over before it was stored", job_id)
                 return None
@@ -318,6 +356,8 @@ class EvaluatorService(Service):
             agent_id=claimed.request.agent_id, status=outcome.status,
             golden_set_version_id=outcome.version_id, finished_at=utc_now(),
             summary=outcome.result, error=outcome.error,
+            decision=outcome.result.get("decision"),
+            decision_why=outcome.result.get("decision_why") or [],
         )
         await self._publish(message)
         return message
@@ -389,12 +429,17 @@ class EvaluatorService(Service):
         }
         return _Outcome("succeeded", run, result, None, version_id)
 
+    async def _store_run(self, job_id: UUID, run: EvalRun) -> bool:
+        async with self.deps.pool.acquire() as conn, conn.transaction():
+            if not await job_store.lock_claim(conn, job_id, self.worker_id):
+                return False
+            await golden.store_run(conn, run)
+            return True
+
     async def _store(self, job_id: UUID, outcome: _Outcome) -> bool:
         async with self.deps.pool.acquire() as conn, conn.transaction():
             if not await job_store.lock_claim(conn, job_id, self.worker_id):
                 return False
-            if outcome.run is not None:
-                await golden.store_run(conn, outcome.run)
             finished: bool = await job_store.finish(
                 conn, job_id, self.worker_id, status=outcome.status,
                 run_id=outcome.run.run_id if outcome.run else None,

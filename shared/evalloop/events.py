@@ -47,6 +47,7 @@ __all__ = [
     "GoldenSetPublished",
     "NegativeCase",
     "OperatorCorrection",
+    "ReadinessDecided",
     "ReevalCompleted",
     "ReevalRequested",
     "SafetyTrigger",
@@ -209,12 +210,17 @@ class ConversationOutcome(_Event):
 
 
 class AgentChanged(_Event):
-    """The agent's prompt, model or knowledge base changed (drives re-evaluation triggers)."""
+    """The agent's prompt, model or knowledge base changed (drives re-evaluation triggers).
+
+    ``deployed_run_id``: the change went to production and this is the evaluation run of the
+    deployed configuration (a baseline candidate, ``docs/readiness.md#baseline``).
+    """
 
     event_type: Literal["agent_changed"] = "agent_changed"
     change_kind: Literal["system_prompt", "model_version", "knowledge_base"]
     new_version: Annotated[str, Field(min_length=1, max_length=128)]
     changed_documents: list[str] = Field(default_factory=list, max_length=10_000)
+    deployed_run_id: UUID | None = None
 
 
 FeedbackEvent = Annotated[
@@ -280,7 +286,7 @@ class ReevalRequested(_Model):
     requested_at: AwareDatetime
     trigger: Literal[
         "negative_rate", "system_prompt", "model_version", "knowledge_base", "weekly_sample",
-        "manual",
+        "manual", "conditional_go", "nightly",
     ]
     reason: str
     window_start: AwareDatetime | None = None
@@ -297,7 +303,11 @@ class ReevalRequested(_Model):
 
 
 class ReevalCompleted(_Model):
-    """A re-evaluation job finished (topic ``reeval.completed.v1``); ``summary`` is the run's."""
+    """A re-evaluation job finished (topic ``reeval.completed.v1``); ``summary`` is the run's.
+
+    ``decision`` / ``decision_why``: the readiness gate's verdict on the run
+    (``docs/readiness.md#the-gate``), ``None`` / empty when no run was made.
+    """
 
     job_id: UUID
     run_id: UUID | None
@@ -307,6 +317,33 @@ class ReevalCompleted(_Model):
     finished_at: AwareDatetime
     summary: dict[str, Any]
     error: str | None = None
+    decision: Literal["GO", "CONDITIONAL GO", "NO-GO"] | None = None
+    decision_why: list[str] = Field(default_factory=list)
+
+
+class ReadinessDecided(_Model):
+    """The production gate decided on a run (topic ``readiness.decided.v1``;
+    ``docs/readiness.md#the-gate``).
+
+    ``composite`` is the run's mean composite 0-1 (``None``: unscored); ``failed_checks`` the
+    names of the checks that did not pass; ``reeval_due_at`` / ``reeval_job_id`` the
+    re-evaluation a CONDITIONAL GO scheduled; ``hallucinations`` claim counts by category.
+    """
+
+    decision_id: UUID
+    run_id: UUID
+    agent_id: str | None
+    decision: Literal["GO", "CONDITIONAL GO", "NO-GO"]
+    decided_at: AwareDatetime
+    why: list[str]
+    composite: float | None = None
+    baseline_run_id: UUID | None = None
+    shared_cases: int | None = None
+    failed_checks: list[str] = Field(default_factory=list)
+    monitoring_flags: list[str] = Field(default_factory=list)
+    reeval_due_at: AwareDatetime | None = None
+    reeval_job_id: UUID | None = None
+    hallucinations: dict[str, int] = Field(default_factory=dict)
 
 
 class CandidateProposed(_Model):

@@ -24,6 +24,7 @@ __all__ = [
     "KafkaSettings",
     "MonitorSettings",
     "PostgresSettings",
+    "ReadinessSettings",
     "RecorderSettings",
     "RetentionSettings",
     "Settings",
@@ -386,6 +387,48 @@ class WebSettings(BaseModel):
     secret_key: str | None = Field(None, min_length=32)
     session_max_age_s: int = Field(8 * 3600, gt=0)
     https_only: bool = False
+class ReadinessSettings(BaseModel):
+    """The readiness verdict (``docs/readiness.md``): which judge scores runs, the gate's
+    advisory composite bar, what a CONDITIONAL GO exits with and when its re-evaluation is due,
+    nightly runs.
+
+    ``judge``: ``embedded`` (the llama.cpp server on loopback, no network), ``openai`` (any
+    OpenAI-compatible endpoint: ``judge_base_url``, ``judge_model``, the key in the environment
+    variable *named* by ``judge_api_key_env``), or ``off`` (runs are gated without scores: NO-GO,
+    "nothing scored"). ``judge_sample``: judge at most this many answered cases per run (drawn
+    reproducibly from the run id; ``None``: all). ``nightly_agents``: agents evaluated every
+    night at ``nightly_hour_utc`` (a cadence option; ``docs/readiness.md#cadence``).
+    """
+
+    judge: Literal["embedded", "openai", "off"] = "embedded"
+    judge_model: str = Field("qwen2.5-coder-1.5b-instruct-q4_k_m",
+                             description="embedded model id, or the endpoint's model name")
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = Field(None, description="env var NAME holding the key")
+    judge_timeout_s: float = Field(60.0, gt=0)
+    judge_concurrency: int = Field(1, ge=1)
+    judge_sample: int | None = Field(None, ge=1)
+    max_claims: int = Field(8, ge=0, description="claims checked per answer at most")
+    passage_chars: int | None = Field(
+        1500, ge=200, description="characters of each passage the judge sees: the sentences "
+        "nearest the answer (None: whole passages)")
+    judge_budget_s: float | None = Field(
+        None, gt=0, description="start judging no new case of a run after this many seconds")
+    composite_bar: float = Field(0.80, ge=0, le=1,
+                                 description="advisory composite bar (evalloop's choice)")
+    conditional_go_exit: int = Field(0, ge=0, le=1, description="exit code of CONDITIONAL GO")
+    reeval_after_s: float = Field(7 * 24 * 3600.0, gt=0, le=7 * 24 * 3600.0,
+                                  description="a CONDITIONAL GO's re-evaluation is due after "
+                                  "this many seconds (at most 7 days)")
+    nightly_agents: list[str] = Field(default_factory=list)
+    nightly_hour_utc: int = Field(2, ge=0, le=23)
+
+    @model_validator(mode="after")
+    def _openai_needs_endpoint(self) -> ReadinessSettings:
+        if self.judge == "openai" and not self.judge_base_url:
+            raise ConfigError("readiness.judge=openai needs readiness.judge_base_url "
+                              "(EVALLOOP_READINESS__JUDGE_BASE_URL)")
+        return self
 
 
 class Settings(BaseSettings):
@@ -408,3 +451,4 @@ class Settings(BaseSettings):
     evaluator: EvaluatorSettings = EvaluatorSettings()
     retention: RetentionSettings = RetentionSettings()
     web: WebSettings = WebSettings()
+    readiness: ReadinessSettings = ReadinessSettings()

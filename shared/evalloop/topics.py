@@ -18,6 +18,7 @@ REEVAL_REQUESTED = "reeval.requested.v1"
 REEVAL_COMPLETED = "reeval.completed.v1"
 CANDIDATE_PROPOSED = "golden.candidate.proposed.v1"
 GOLDEN_SET_PUBLISHED = "golden.set.published.v1"
+READINESS_DECIDED = "readiness.decided.v1"
 
 GROUP_RECORDER = "evalloop-recorder"
 GROUP_MONITOR = "evalloop-monitor"
@@ -37,6 +38,7 @@ class Topics:
     candidate_proposed: str = CANDIDATE_PROPOSED
     golden_set_published: str = GOLDEN_SET_PUBLISHED
     feedback_recorded: str = FEEDBACK_RECORDED
+    readiness_decided: str = READINESS_DECIDED
 
     @classmethod
     def with_prefix(cls, prefix: str) -> Topics:

@@ -221,6 +221,18 @@ def materialise_model(spec: ModelSpec, cache_dir: Path | None = None) -> Path:
     return target
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGTERM it when its parent dies, so a killed
+    evalloop never leaves a 2 GB server behind (no-op elsewhere)."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -311,6 +323,7 @@ class LlamaServer:
                 stdout=logf,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,  # only prctl runs between fork and exec
             )
         try:
             await self._wait_ready()

@@ -43,6 +43,7 @@ EVENT_MODELS: dict[str, Any] = {
     "reeval_completed": events.ReevalCompleted,
     "candidate_proposed": events.CandidateProposed,
     "golden_set_published": events.GoldenSetPublished,
+    "readiness_decided": events.ReadinessDecided,
 }
 
 _DEFAULT_ROOT = Path("schemas")

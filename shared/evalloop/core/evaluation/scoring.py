@@ -32,7 +32,8 @@ def _base(case: EvalCase) -> dict[str, object]:
 
 def score_response(case: EvalCase, response: str, *, response_format: str | None = None,
                    latency_ms: float | None = None, attempts: int = 1,
-                   second_opinion: Mapping[Gate, Opinion] | None = None) -> CaseResult:
+                   second_opinion: Mapping[Gate, Opinion] | None = None,
+                   retrieved_context: list[str] | None = None) -> CaseResult:
     """Judge one answer: refusal and escalation gates, quality flags, human-review reasons.
 
     Args:
@@ -45,6 +46,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
             (:func:`evalloop.adapters.gate_opinion.ask_gate_opinions`), combined with the rules
             at the thresholds shipped for that model (``docs/rules.md#second-opinion``);
             ``None``: the rules alone.
+        retrieved_context: passage ids the agent said it retrieved (``None``: not said).
 
     Returns:
         ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
@@ -76,6 +78,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         gates={g.gate: GateRecord.of(g) for g in gates},
         flags=[FlagRecord(name=f.name, detail=f.detail) for f in flags],
         requires_human_review=bool(reasons), review_reasons=reasons,
+        retrieved_context=retrieved_context,
     )
 
 

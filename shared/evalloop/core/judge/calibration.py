@@ -29,6 +29,7 @@ __all__ = [
     "CalibrationRecord",
     "DimensionCalibration",
     "IsotonicMap",
+    "LabelKind",
     "Target",
     "is_advisory",
     "targets_in_order",
@@ -291,4 +292,3 @@ def uncalibrated(judge_model: str, prompt_version: str) -> CalibrationRecord:
 def targets_in_order() -> Sequence[Target]:
     """The seven dimensions in report order, then ``"claim"``."""
     return (*DIMENSIONS, CLAIM)
-

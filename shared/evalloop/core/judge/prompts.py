@@ -35,8 +35,7 @@ __all__ = [
 PROMPT_VERSION = "judge-yn-1"
 
 SYSTEM = (
-    "You are a strict evaluator of an assistant's answers. "
-    "Reply with a single word: Yes or No."
+    "You are a strict evaluator of an assistant's answers. Reply with a single word: Yes or No."
 )
 
 #: The exact question asked for each dimension (``docs/judge.md#rubrics`` quotes these).
@@ -67,7 +66,7 @@ CONTEXT_DIMENSIONS: frozenset[Dimension] = frozenset(
 )
 
 #: Passages beyond this many characters are cut (a 2,048-token context must hold the rest).
-MAX_KNOWLEDGE_CHARS = 3500
+MAX_KNOWLEDGE_CHARS = 2400
 MAX_ANSWER_CHARS = 1500
 MAX_QUESTION_CHARS = 800
 
@@ -77,6 +76,12 @@ assert set(RUBRICS) == set(DIMENSIONS)
 def _cut(text: str, limit: int) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _cut_head(text: str, limit: int) -> str:
+    # a conversation's latest turn is at its end: cut from the start
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :].lstrip()
 
 
 def _knowledge(passages: Sequence[Passage]) -> str:
@@ -95,10 +100,9 @@ def _knowledge(passages: Sequence[Passage]) -> str:
 def _prefix(question: str, answer: str, passages: Sequence[Passage]) -> str:
     knowledge = _knowledge(passages)
     head = f"Knowledge:\n{knowledge}\n\n" if knowledge else ""
-    return (
-        f"{head}User message:\n{_cut(question, MAX_QUESTION_CHARS)}\n\n"
-        f"Assistant's answer:\n{_cut(answer, MAX_ANSWER_CHARS)}\n\n"
-    )
+    if question.strip():
+        head += f"User message:\n{_cut_head(question, MAX_QUESTION_CHARS)}\n\n"
+    return f"{head}Assistant's answer:\n{_cut(answer, MAX_ANSWER_CHARS)}\n\n"
 
 
 def dimension_prompt(
@@ -113,7 +117,8 @@ def dimension_prompt(
 
     Args:
         dimension: which rubric to ask.
-        question: the user's message (cut to ``MAX_QUESTION_CHARS``).
+        question: the user's message (its last ``MAX_QUESTION_CHARS`` characters; omitted
+            when blank).
         answer: the assistant's answer (cut to ``MAX_ANSWER_CHARS``).
         passages: knowledge, joined by newlines in order, cut to ``MAX_KNOWLEDGE_CHARS`` in all.
         expected: a reference answer; only the correctness question shows it (after the shared

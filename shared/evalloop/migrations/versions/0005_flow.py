@@ -18,7 +18,7 @@ Revision ID: 0005
 from evalloop.migrations import execute_script
 
 revision = "0005"
-down_revision = "0010"  # after the migrations merged into main before it (re-chained)
+down_revision = "0010"  # one linear chain: 0004, 0006, 0007, 0010, 0005, 0008, 0009
 branch_labels = None
 depends_on = None
 
