@@ -83,6 +83,7 @@ async def _run(
     store: bool,
     threads: int,
     budget_min: float | None,
+    only: frozenset[str] | None = None,
 ) -> CalibrationRecord:
     from evalloop.adapters.judge_calibrate import collect_raw, read_raw
     from evalloop.adapters.judge_embedded import embedded_judge, shipped_calibration_path
@@ -95,6 +96,8 @@ async def _run(
             raise ConfigError(f"--refit-only: expected judged items in {raw}, found none")
     else:
         items = calibration_sample(data, per_target, seed)
+        if only is not None:
+            items = [i for i in items if i.target in only]
         err = Console(stderr=True)
 
         def progress(done: int, total: int) -> None:
@@ -131,6 +134,20 @@ async def _run(
     return record
 
 
+def _targets(value: str | None) -> frozenset[str] | None:
+    from evalloop.core.judge.calibration import targets_in_order
+
+    if value is None:
+        return None
+    chosen = frozenset(t.strip() for t in value.split(",") if t.strip())
+    unknown = chosen - set(targets_in_order())
+    if unknown or not chosen:
+        raise ConfigError(
+            f"--targets: expected names from {list(targets_in_order())}, got {sorted(unknown)}"
+        )
+    return chosen
+
+
 @app.command("calibrate")
 def calibrate(
     data: Annotated[
@@ -156,6 +173,10 @@ def calibrate(
     threads: Annotated[int, typer.Option(min=1, help="llama.cpp CPU threads")] = 2,
     budget_min: Annotated[
         float | None, typer.Option(help="stop asking after this many minutes, fit what was judged")
+    ] = None,
+    targets: Annotated[
+        str | None,
+        typer.Option(help="ask only these targets this run (comma-separated; the fit uses all)"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one per target")] = False,
 ) -> None:
@@ -189,6 +210,7 @@ def calibrate(
                 store,
                 threads,
                 budget_min,
+                _targets(targets),
             )
         )
     except ConfigError as exc:
