@@ -409,14 +409,23 @@ async def _run(options: DemoOptions, settings: Settings, pool: asyncpg.Pool, emb
         extras: dict[str, Any] = {"embedder": embedder}
         async with contextlib.AsyncExitStack() as stack:
             if settings.readiness.judge != "off":
+                from evalloop.errors import ConfigError, JudgeError
                 from evalloop.readiness.judges import open_judge
                 from evalloop.readiness.knowledge import Knowledge
 
                 with clock.phase("judge start"):
-                    extras["judge"] = await stack.enter_async_context(
-                        open_judge(settings.readiness, pool))
+                    try:
+                        extras["judge"] = await stack.enter_async_context(
+                            open_judge(settings.readiness, pool))
+                    except (ConfigError, JudgeError) as exc:
+                        # the loop still runs; the verdict then says nothing was scored
+                        console.print(f"[yellow]judge not started ({exc}); the readiness "
+                                      "verdict will have no scores (--judge off skips it)")
+                        settings = settings.model_copy(update={
+                            "readiness": settings.readiness.model_copy(
+                                update={"judge": "off"})})
                 extras["knowledge"] = Knowledge.shipped(full=options.full)
-                if report.incident_agent:
+                if report.incident_agent and "judge" in extras:
                     with clock.phase("baseline"):
                         report.baseline = await _baseline(
                             pool, settings, extras, report.incident_agent, kb, options, console)

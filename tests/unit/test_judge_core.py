@@ -229,13 +229,15 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_estimate() -> None:
 )
 def test_advisory_bar(kind: str, auc: float | None, rho: float | None, advisory: bool) -> None:
     assert is_advisory(kind, auc, rho) is advisory  # type: ignore[arg-type]
+    assert is_advisory(kind, auc, rho, 20) is advisory  # type: ignore[arg-type]
+    assert is_advisory(kind, auc, rho, 19)  # type: ignore[arg-type]
 
 
 def test_cross_validate_and_calibrate_a_separable_target() -> None:
-    raw = [0.55, 0.6, 0.62, 0.7, 0.72, 0.9, 0.92, 0.93, 0.95, 0.97]
-    labels = [0.0] * 5 + [1.0] * 5
+    raw = [0.55, 0.6, 0.62, 0.7, 0.72, 0.9, 0.92, 0.93, 0.95, 0.97] * 2
+    labels = ([0.0] * 5 + [1.0] * 5) * 2
     oof = cross_validate(raw, labels, "binary", folds=5, seed=1)
-    assert len(oof) == 10 and all(0.0 <= v <= 1.0 for v in oof)
+    assert len(oof) == 20 and all(0.0 <= v <= 1.0 for v in oof)
     assert oof == cross_validate(raw, labels, "binary", folds=5, seed=1)
     cal = calibrate_target("groundedness", raw, labels, "binary", sources=["x"], resamples=200)
     assert cal.auc == 1.0 and cal.balanced_accuracy == 1.0 and not cal.advisory

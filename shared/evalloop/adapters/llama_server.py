@@ -222,7 +222,7 @@ def materialise_model(spec: ModelSpec, cache_dir: Path | None = None) -> Path:
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: ask Linux to SIGTERM it when its parent dies, so a killed
+    """In the child, before exec: ask Linux to SIGKILL it when its parent dies, so a killed
     evalloop never leaves a 2 GB server behind (no-op elsewhere)."""
     if sys.platform != "linux":
         return
@@ -230,7 +230,7 @@ def _die_with_parent() -> None:
     import signal
 
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
 
 
 def _free_port() -> int:

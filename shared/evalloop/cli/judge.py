@@ -29,7 +29,7 @@ from evalloop.core.judge.calibration import CalibrationRecord, DimensionCalibrat
 from evalloop.core.judge.prompts import PROMPT_VERSION
 from evalloop.errors import ConfigError, EvalloopError, StorageError
 
-__all__ = ["app", "calibrate", "calibration_rows"]
+__all__ = ["app", "calibrate", "calibration_rows", "markdown_table", "show"]
 
 app = typer.Typer(no_args_is_help=True, help="The LLM judge: calibration and its table.")
 
@@ -83,6 +83,7 @@ async def _run(
     store: bool,
     threads: int,
     budget_min: float | None,
+    only: frozenset[str] | None = None,
 ) -> CalibrationRecord:
     from evalloop.adapters.judge_calibrate import collect_raw, read_raw
     from evalloop.adapters.judge_embedded import embedded_judge, shipped_calibration_path
@@ -95,6 +96,8 @@ async def _run(
             raise ConfigError(f"--refit-only: expected judged items in {raw}, found none")
     else:
         items = calibration_sample(data, per_target, seed)
+        if only is not None:
+            items = [i for i in items if i.target in only]
         err = Console(stderr=True)
 
         def progress(done: int, total: int) -> None:
@@ -131,6 +134,20 @@ async def _run(
     return record
 
 
+def _targets(value: str | None) -> frozenset[str] | None:
+    from evalloop.core.judge.calibration import targets_in_order
+
+    if value is None:
+        return None
+    chosen = frozenset(t.strip() for t in value.split(",") if t.strip())
+    unknown = chosen - set(targets_in_order())
+    if unknown or not chosen:
+        raise ConfigError(
+            f"--targets: expected names from {list(targets_in_order())}, got {sorted(unknown)}"
+        )
+    return chosen
+
+
 @app.command("calibrate")
 def calibrate(
     data: Annotated[
@@ -156,6 +173,10 @@ def calibrate(
     threads: Annotated[int, typer.Option(min=1, help="llama.cpp CPU threads")] = 2,
     budget_min: Annotated[
         float | None, typer.Option(help="stop asking after this many minutes, fit what was judged")
+    ] = None,
+    targets: Annotated[
+        str | None,
+        typer.Option(help="ask only these targets this run (comma-separated; the fit uses all)"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one per target")] = False,
 ) -> None:
@@ -189,6 +210,7 @@ def calibrate(
                 store,
                 threads,
                 budget_min,
+                _targets(targets),
             )
         )
     except ConfigError as exc:
@@ -201,4 +223,57 @@ def calibrate(
         for row in calibration_rows(record):
             print(json.dumps(row))
     else:
-        Console().print(_table(record))
+        Console(width=140).print(_table(record))
+
+
+def markdown_table(record: CalibrationRecord) -> str:
+    """The calibration table of ``record`` as a Markdown table (``docs/judge.md`` uses it)."""
+    lines = [
+        "| target | source | labels | n | unscored | ROC-AUC [95 %] | bal. acc. [95 %] "
+        "| Spearman [95 %] | status |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for target, cal in record.targets.items():
+        cells = [
+            target, ", ".join(cal.sources), cal.kind, str(cal.n), str(cal.unscored),
+            _fmt(cal.auc, cal.auc_ci), _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
+            _fmt(cal.spearman, cal.spearman_ci), "advisory" if cal.advisory else "gating",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@app.command("show")
+def show(
+    model: Annotated[str, typer.Option(help="embedded judge model")] = (
+        "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    ),
+    file: Annotated[
+        Path | None, typer.Option(help="a calibration record JSON (default: the shipped one)")
+    ] = None,
+    markdown: Annotated[bool, typer.Option(help="a Markdown table")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one per target")] = False,
+) -> None:
+    """Show a calibration record's agreement table (default: the one shipped for ``--model``)."""
+    from evalloop.adapters.judge_embedded import shipped_calibration, shipped_calibration_path
+
+    try:
+        if file is not None:
+            record: CalibrationRecord | None = CalibrationRecord.from_dict(
+                json.loads(file.read_text(encoding="utf-8"))
+            )
+        else:
+            record = shipped_calibration(model)
+    except (OSError, ValueError, EvalloopError) as exc:
+        print(f"error: cannot read the calibration record: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from exc
+    if record is None:
+        print(f"error: no calibration record at {shipped_calibration_path(model)}", file=sys.stderr)
+        raise typer.Exit(2)
+    if as_json:
+        for row in calibration_rows(record):
+            print(json.dumps(row))
+    elif markdown:
+        print(markdown_table(record))
+    else:
+        Console(width=140).print(_table(record))

@@ -129,7 +129,8 @@ def render_text(report: Mapping[str, Any]) -> str:
                      f"{reg['shared_cases']} shared cases:")
         lines.append(f"  {'dimension':<20} {'base':>6} {'now':>6} {'diff':>7} {'95% CI':>17} "
                      f"{'p':>7} {'d_z':>6} {'min drop@80%':>12}")
-        for d, c in reg["dimensions"].items():
+        for d in (*DIMENSIONS, "composite"):  # jsonb does not keep key order
+            c = reg["dimensions"][d]
             if c["n"] == 0:
                 continue
             lo, hi = c["ci95"]
@@ -196,14 +197,14 @@ def render_summary(report: Mapping[str, Any]) -> list[str]:
     else:
         c = reg["dimensions"]["composite"]
         p = "-" if c["p"] is None else f"{c['p']:.4f}"
+        warned = [d for d in (*DIMENSIONS, "composite") if reg["dimensions"][d]["warning"]]
         lines.append(
             f"  regression vs {reg['baseline']} run {reg['baseline_run_id'][:8]} on "
             f"{reg['shared_cases']} shared cases: composite {_f(c['mean_baseline'])} -> "
             f"{_f(c['mean_current'])} (diff {_f(c['mean_diff'], '+.3f')}, p = {p}; smallest "
             f"drop detectable at 80% power {_f(c['detectable_drop_80'])}); "
             f"{len(reg['case_regressions'])} case regression(s)"
-            + (f"; warnings: {', '.join(d for d, x in reg['dimensions'].items() if x['warning'])}"
-               if any(x["warning"] for x in reg["dimensions"].values()) else ""))
+            + (f"; warnings: {', '.join(warned)}" if warned else ""))
     h = report["hallucinations"]
     lines.append(f"  hallucinations: {h.get('claims', 0)} claims checked, "
                  f"{h.get('supported', 0)} supported; "

@@ -25,6 +25,7 @@ __all__ = [
     "AUC_BAR",
     "CLAIM",
     "IDENTITY",
+    "MIN_ITEMS",
     "SPEARMAN_BAR",
     "CalibrationRecord",
     "DimensionCalibration",
@@ -38,6 +39,8 @@ __all__ = [
 
 AUC_BAR = 0.75
 SPEARMAN_BAR = 0.40
+#: Fewer scored items than this cannot show agreement, whatever the point estimate.
+MIN_ITEMS = 20
 CLAIM = "claim"
 #: A calibration target: one of the seven dimensions, or ``"claim"`` (per-claim support).
 Target = str
@@ -103,19 +106,23 @@ class IsotonicMap:
 IDENTITY = IsotonicMap((0.0, 1.0), (0.0, 1.0))
 
 
-def is_advisory(kind: LabelKind, auc: float | None, spearman: float | None) -> bool:
+def is_advisory(
+    kind: LabelKind, auc: float | None, spearman: float | None, n: int = MIN_ITEMS
+) -> bool:
     """Apply the agreement bar (``docs/judge.md#advisory-dimensions``).
 
     Args:
         kind: ``"binary"`` labels are judged by ROC-AUC, ``"rating"`` labels by Spearman.
         auc: cross-validated ROC-AUC, or ``None`` when it could not be computed.
         spearman: cross-validated Spearman rho, or ``None``.
+        n: scored items the metric rests on.
 
     Returns:
-        True when the metric is missing or below its bar (AUC < 0.75, Spearman < 0.40).
+        True when the metric is missing or below its bar (AUC < 0.75, Spearman < 0.40), or
+        rests on fewer than ``MIN_ITEMS`` items.
     """
     metric, bar = (auc, AUC_BAR) if kind == "binary" else (spearman, SPEARMAN_BAR)
-    return metric is None or metric < bar
+    return metric is None or metric < bar or n < MIN_ITEMS
 
 
 @dataclass(frozen=True, slots=True)

@@ -264,7 +264,7 @@ def calibrate_target(
             balanced_accuracy_ci=bootstrap_ci(
                 oof, yi, "balanced_accuracy", resamples=resamples, seed=seed
             ),
-            advisory=is_advisory(kind, auc, None),
+            advisory=is_advisory(kind, auc, None, len(raw)),
             unscored=unscored,
             note=note,
         )
@@ -277,7 +277,7 @@ def calibrate_target(
         mapping=mapping,
         spearman=rho,
         spearman_ci=bootstrap_ci(oof, labels, "spearman", resamples=resamples, seed=seed),
-        advisory=is_advisory(kind, None, rho),
+        advisory=is_advisory(kind, None, rho, len(raw)),
         unscored=unscored,
         note=note,
     )

@@ -242,7 +242,8 @@ def check_minimums(cases: Sequence[CaseScores],
                        key=lambda kv: (kv[1], kv[0]))
         if s.mean is None:
             passed: bool | None = None
-            why = f"{dim}: unscored on every case ({len(s.unscored)}); minimum {minimum:.2f}"
+            why = (f"{dim}: unscored on every case ({len(s.unscored)}); minimum {minimum:.2f}"
+                   if s.unscored else f"{dim}: no case judged; minimum {minimum:.2f}")
         else:
             passed = s.mean >= minimum
             interval = ("" if s.ci_low is None or s.ci_high is None

@@ -238,3 +238,52 @@ async def test_report_hallucinations_counts_by_category_with_traces(
     assert "exaggerated          1" in res.stdout
     res = await cli(["report", "hallucinations", "--since", "yesterday", "--db", db_dsn])
     assert res.exit_code == 2
+
+
+async def test_a_due_conditional_go_reevaluation_is_run_by_the_evaluator_and_gated(
+        pool: asyncpg.Pool, version_id: uuid.UUID, db_dsn: str) -> None:
+    from evalloop.adapters.bus import InProcessBus
+    from evalloop.adapters.golden_store import AgentRecord, upsert_agent
+    from evalloop.agent import AgentConfig, serve_agent
+    from evalloop.events import ReadinessDecided, ReevalCompleted, ReevalRequested
+    from evalloop.runtime import Deps
+    from evalloop.settings import (
+        EvaluatorSettings,
+        PostgresSettings,
+        ReadinessSettings,
+        Settings,
+    )
+    from evalloop.topics import Topics
+    from services.evaluator.service import EvaluatorService
+
+    settings = Settings(postgres=PostgresSettings(dsn=db_dsn),
+                        evaluator=EvaluatorSettings(request_grace_s=0),
+                        readiness=ReadinessSettings(judge="off"))
+    bus, topics = InProcessBus(), Topics()
+    svc = EvaluatorService(Deps(settings, pool, bus, topics))
+    # scheduled by a CONDITIONAL GO, now due (its time has passed); one not yet due
+    due = ReevalRequested(job_id=uuid.uuid4(), agent_id=AGENT, trigger="conditional_go",
+                          requested_at=datetime.now(UTC) - timedelta(minutes=1),
+                          reason="CONDITIONAL GO of run x: re-evaluation within 7 days")
+    later = due.model_copy(update={"job_id": uuid.uuid4(),
+                                   "requested_at": datetime.now(UTC) + timedelta(days=7)})
+    assert await store.schedule_reeval(pool, due) and await store.schedule_reeval(pool, later)
+    async with serve_agent(AgentConfig(kb="hr"), default_format="openai") as url:
+        await upsert_agent(pool, AgentRecord(agent_id=AGENT, endpoint_url=url))
+        assert await svc.sweep() == [due.job_id]
+        done = await svc.run_job(due.job_id)
+    assert done is not None and done.status == "succeeded"
+    assert done.summary["rule"] == "conditional_go: full set (seed 003 cadence)"
+    assert done.summary["total"] == 36 and done.summary["gate_failures"] == 0
+    # no judge here: nothing scored, readiness cannot be shown
+    assert done.decision == "NO-GO"
+    assert done.decision_why[0] == "the judge scored no answer: readiness cannot be shown"
+    (completed,) = [ReevalCompleted.model_validate_json(r.value)
+                    for r in bus.messages(topics.reeval_completed)]
+    (decided,) = [ReadinessDecided.model_validate_json(r.value)
+                  for r in bus.messages(topics.readiness_decided)]
+    assert completed.decision == decided.decision == "NO-GO"
+    assert decided.run_id == done.run_id
+    later_row = await pool.fetchrow("SELECT status FROM reeval_jobs WHERE job_id = $1",
+                                    later.job_id)
+    assert later_row["status"] == "requested"  # not due yet
