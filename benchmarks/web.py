@@ -1,5 +1,9 @@
 """Web app benchmark: every page of an agent with 100,000 turns in its 24 h window, < 300 ms.
 
+The readiness tabs (Scoring, Regression, Hallucinations, Gate, A/B) are timed on the same agent:
+its re-evaluation run judged and decided against a pinned baseline, 400 checked claims, an A/B
+pair.
+
 Run: ``python benchmarks/web.py`` (``--help`` for sizes). PostgreSQL: ``EVALLOOP_TEST_PG_DSN``
 (an admin DSN) or the embedded server; the run makes a fresh, migrated database and drops it.
 
@@ -37,6 +41,7 @@ sys.path.insert(0, str(ROOT))  # services/ when run from a checkout
 from evalloop.adapters import (  # noqa: E402
     golden_store,
     monitor_store,
+    readiness_store,
     review_store,
     triage_store,
     user_store,
@@ -145,11 +150,49 @@ async def _seed(pool: asyncpg.Pool, turns: int, negatives: float, clusters: int,
     await golden_store.save_eval_run(pool, run)
     await pool.execute("UPDATE reeval_jobs SET run_id = $2, status = 'succeeded' "
                        "WHERE job_id = $1", job, run.run_id)
+    await _seed_readiness(pool, run, golden.version.version_id, rng)
     await pool.execute("ANALYZE")
     await user_store.create_user(pool, "bench", Role.ADMIN)
     token = await user_store.issue_token(pool, "bench")
     return {"token": token, "run_id": run.run_id, "golden_set": golden.version.golden_set_id,
             "seed_s": time.perf_counter() - t0, "window_turns": turn_total}
+
+
+async def _seed_readiness(pool: asyncpg.Pool, run: Any, version_id: uuid.UUID,
+                          rng: np.random.Generator) -> None:
+    """The readiness tabs' data through the readiness store: the run judged (random scores),
+    a judged baseline run pinned, 400 checked claims (half hallucinated), the gate decided,
+    and an A/B pair of judged runs."""
+    from evalloop.core.readiness.hallucination import CATEGORIES, ClaimFinding
+    from evalloop.core.readiness.scores import DIMENSIONS, composite
+    from evalloop.readiness.verdict import decide_run
+
+    eval_cases = load_eval_file(bundled_evals()).cases
+    canned = load_responses_file([bundled_evals("reference-responses.json")])
+
+    async def judged(run_id: uuid.UUID) -> None:
+        rows = []
+        for c in eval_cases:
+            scores = {d: float(round(rng.uniform(0.55, 1.0), 3)) for d in DIMENSIONS}
+            rows.append((c.id, scores, composite(scores).value, {"model": "bench"}))
+        await readiness_store.save_scores(pool, run_id, rows)
+
+    others = []
+    for source in (None, "ab:A", "ab:B"):
+        other = await run_eval(eval_cases, canned, agent_id=AGENT, eval_source=source,
+                               golden_set_version_id=version_id)
+        await golden_store.save_eval_run(pool, other)
+        await judged(other.run_id)
+        others.append(other.run_id)
+    await judged(run.run_id)
+    await readiness_store.pin_baseline(pool, AGENT, others[0], pinned_by="bench")
+    findings = [ClaimFinding(
+        eval_cases[i % len(eval_cases)].id, i // len(eval_cases), f"claim {i} " + "x" * 80,
+        0.2 if i % 2 else 0.9, not i % 2, None if not i % 2 else CATEGORIES[i % 5],
+        "bench", "kb/1", "a passage " * 30, "a correction", ("kb/1",)) for i in range(400)]
+    await readiness_store.save_claims(pool, run.run_id, AGENT, [c.id for c in eval_cases],
+                                      findings, datetime.now(UTC))
+    await decide_run(pool, run.run_id)
 
 
 async def _time(fn: Callable[[], Awaitable[Any]], repeat: int) -> list[float]:
@@ -212,6 +255,16 @@ async def main(args: argparse.Namespace) -> int:
                  lambda: golden_store.list_eval_runs(pool, AGENT)),
                 ("eval run", f"/agents/{AGENT}/runs/{run_id}",
                  lambda: golden_store.load_eval_run(pool, run_id)),
+                ("scoring", f"/agents/{AGENT}/scoring",
+                 lambda: readiness_store.load_cases(pool, run_id)),
+                ("regression", f"/agents/{AGENT}/regression",
+                 lambda: readiness_store.latest_decision(pool, run_id)),
+                ("hallucinations", f"/agents/{AGENT}/hallucinations",
+                 lambda: readiness_store.list_claims(pool, agent_id=AGENT, since=datetime(
+                     2000, 1, 1, tzinfo=UTC), limit=300)),
+                ("gate", f"/agents/{AGENT}/gate",
+                 lambda: readiness_store.latest_decision(pool, run_id)),
+                ("a/b", f"/agents/{AGENT}/ab", lambda: readiness_store.ab_pairs(pool, AGENT)),
             ]
             worst = 0.0
             headers = {"authorization": f"Bearer {seeded['token']}"}

@@ -37,6 +37,9 @@ from evalloop.topics import Topics
 REPO = Path(__file__).resolve().parent.parent
 KAFKA_POM = REPO / "deploy" / "kafka" / "pom.xml"
 _db_counter = itertools.count()
+# The evaluator judges every run with the embedded llama.cpp judge by default (2 GB, seconds per
+# question): tests that want a judge ask for one explicitly (ReadinessSettings(judge=...)).
+os.environ.setdefault("EVALLOOP_READINESS__JUDGE", "off")
 
 
 def pytest_configure(config: pytest.Config) -> None:

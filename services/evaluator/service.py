@@ -10,22 +10,30 @@ Consumes ``reeval.requested.v1`` (group ``evalloop-evaluator``). For each job:
 3. looks up the agent's endpoint (the ``agents`` table, else ``settings.evaluator.agents``),
    resolves the agent's current golden-set version and **pins** it on the job (a retried job
    runs the version it started with);
-4. selects the cases the trigger calls for (seed 003 cadence, :mod:`evalloop.core.cadence`),
+4. selects the cases the trigger calls for (``docs/rules.md#eval-cadence``,
+   :mod:`evalloop.core.cadence`),
    runs them with bounded concurrency (:func:`evalloop.evaluation.run_eval`) while
    heartbeating the claim;
-5. in one transaction: re-checks it still owns the job, stores the run and its per-case
-   results, marks the job ``succeeded`` with the summary; then publishes
-   ``reeval.completed.v1``. A worker that lost its claim (it stalled past the lease) stores
-   nothing, so a job finishes once.
+5. stores the run (re-checking it still owns the job), then **judges and gates** it
+   (:mod:`services.evaluator.verdict`: the seven dimensions and the claims of every answer,
+   the GO / CONDITIONAL GO / NO-GO decision stored and published as ``readiness.decided.v1``;
+   a CONDITIONAL GO schedules its re-evaluation within 7 days);
+6. in one transaction: re-checks it still owns the job, marks it ``succeeded`` with the
+   summary and the decision; then publishes ``reeval.completed.v1`` carrying the decision. A
+   worker that lost its claim (it stalled past the lease) finishes nothing, so a job finishes
+   once.
 
 A periodic **sweep** (started by :meth:`EvaluatorService.start`, immediately and then every
-``sweep_interval_s``) picks up jobs whose worker died (stale heartbeat) and requested jobs the
-bus never delivered, and gives up on jobs that exhausted ``max_attempts``. A job that cannot run
+``sweep_interval_s``) picks up jobs whose worker died (stale heartbeat), requested jobs the
+bus never delivered and scheduled jobs now due (a CONDITIONAL GO's re-evaluation, the nightly
+runs of ``readiness.nightly_agents``, which it also writes), and gives up on jobs that
+exhausted ``max_attempts``. A job that cannot run
 (no endpoint, no golden set) is finished as ``failed`` with the reason; an unreachable agent is
 not a job failure: the runner reports it per case and the run's gate fails.
 
-The second subscription (group ``evalloop-evaluator-incidents``) on ``feedback.events.v1`` turns
-escalation events into golden-set candidates (seed 003 cadence: "After any escalation incident:
+The second subscription (group ``evalloop-evaluator-incidents``) on ``feedback.recorded.v1`` (the
+events the recorder accepted, ``docs/operations.md#the-recorded-stream``) turns escalation events
+into golden-set candidates (``docs/rules.md#eval-cadence``: "After any escalation incident:
 add case covering the incident scenario"); see :mod:`services.evaluator.incidents`.
 """
 
@@ -56,6 +64,7 @@ from evalloop.evaluation import run_eval
 from evalloop.events import (
     CandidateProposed,
     FeedbackEvent,
+    ReadinessDecided,
     ReevalCompleted,
     ReevalRequested,
     dump_event,
@@ -65,6 +74,12 @@ from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.settings import AgentEndpoint
 from evalloop.topics import GROUP_EVALUATOR
 from services.evaluator import golden, incidents
+from services.evaluator.verdict import (
+    JudgeHolder,
+    judge_and_decide,
+    record_deployments,
+    schedule_nightly,
+)
 
 __all__ = ["GROUP_EVALUATOR_INCIDENTS", "EvaluatorService", "JobFailed", "run_id_for"]
 
@@ -108,13 +123,14 @@ class EvaluatorService(Service):
         worker_id: the name this process claims jobs under.
         skipped: ``reeval.requested.v1`` records that could not be decoded (logged, dropped).
         completed: jobs this instance finished (succeeded or failed).
+        job_errors: jobs that raised something unexpected (logged; retried by the sweep).
     """
 
     name = "evaluator"
     consumes = (
         Consumes("reeval_requested", GROUP_EVALUATOR, "on_reeval_requested", ReevalRequested,
                  100),
-        Consumes("feedback_events", GROUP_EVALUATOR_INCIDENTS, "on_feedback_events",
+        Consumes("feedback_recorded", GROUP_EVALUATOR_INCIDENTS, "on_feedback_events",
                  FeedbackEvent, 1000),
     )
     publishes = (
@@ -122,6 +138,8 @@ class EvaluatorService(Service):
                   "a re-evaluation job finished: run id, pinned golden-set version, summary"),
         Publishes("candidate_proposed", CandidateProposed,
                   "a golden-set candidate covering an escalation incident (seed 003 cadence)"),
+        Publishes("readiness_decided", ReadinessDecided,
+                  "the production gate decided on a run: GO / CONDITIONAL GO / NO-GO, why"),
     )
 
     def __init__(self, deps: Deps) -> None:
@@ -133,11 +151,15 @@ class EvaluatorService(Service):
         )
         self._queue: asyncio.Queue[UUID] = asyncio.Queue()
         self._in_flight: set[UUID] = set()
+        self._accepting = True
+        self._running = 0  # jobs a worker is in (claim to published completion)
         # jobs waiting in the queue: a job is queued at most once however often the sweep
         # and the bus name it (docs/security.md#cost-amplification)
         self._queued: set[UUID] = set()
         self.skipped = 0
         self.completed = 0
+        self.job_errors = 0
+        self.judges = JudgeHolder(deps)
 
     # ------------------------------------------------------------------ bus handlers
 
@@ -163,7 +185,8 @@ class EvaluatorService(Service):
 
     async def on_feedback_events(self, records: list[Record]) -> None:
         """Propose a golden-set candidate for every escalation event (see
-        :func:`services.evaluator.incidents.propose_from_records`).
+        :func:`services.evaluator.incidents.propose_from_records`) and record the deployment an
+        ``agent_changed`` event names (:func:`services.evaluator.verdict.record_deployments`).
 
         Raises:
             StorageError: PostgreSQL failed (the batch is redelivered).
@@ -171,18 +194,30 @@ class EvaluatorService(Service):
                 queue insert is idempotent).
         """
         await incidents.propose_from_records(self.deps, records)
+        await record_deployments(self.deps, records)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Start the job workers and the sweep (which runs once at once: a job left by a dead
         process is picked up on start-up)."""
+        self._accepting = True
         workers = [self._worker] * self.cfg.max_parallel_jobs
         self.start_background(self._sweep_loop, *workers, name="evaluator-jobs")
 
     async def stop(self) -> None:
-        """Stop taking jobs; a job in flight is released (back to ``requested``) so another
-        worker picks it up at once instead of after the lease."""
+        """Drain, then stop (``docs/operations.md#supervision``): take no new job, let the
+        jobs in flight finish for up to ``evaluator.drain_s`` seconds, then cancel the workers;
+        a job still running is released (back to ``requested``) so another worker picks it up
+        at once instead of after the lease."""
+        self._accepting = False
+        if self._running:
+            log.info("evaluator: draining %d job(s) in flight (at most %.0f s)",
+                     self._running, self.cfg.drain_s)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.cfg.drain_s):
+                    while self._running:  # noqa: ASYNC110 - counted by the workers' tasks
+                        await asyncio.sleep(0.05)
         await self.stop_background()
 
     async def _sweep_loop(self) -> None:
@@ -198,11 +233,23 @@ class EvaluatorService(Service):
         while True:
             job_id = await self._queue.get()
             self._queued.discard(job_id)
+            if not self._accepting:
+                continue  # stopping: the job stays requested; the next sweep queues it again
+            self._running += 1
             try:
                 await self.run_job(job_id)
             except EvalloopError:
                 # Storage or bus down mid-job: the claim goes stale and the sweep retries it.
                 log.exception("evaluator: job %s interrupted; the sweep will retry it", job_id)
+            except Exception:
+                # Anything else (an httpx.DecodingError from a broken agent, a bug): logged
+                # with the job, counted as an attempt (the claim goes stale and the sweep
+                # retries it until max_attempts); the worker takes the next job.
+                self.job_errors += 1
+                log.exception("evaluator: job %s raised unexpectedly; the sweep will retry it "
+                              "(attempts are limited by evaluator.max_attempts)", job_id)
+            finally:
+                self._running -= 1
 
     async def sweep(self) -> list[UUID]:
         """Give up on exhausted jobs (publishing their failure), then queue the due ones.
@@ -225,6 +272,8 @@ class EvaluatorService(Service):
                 summary={"status": "failed", "attempts": self.cfg.max_attempts},
                 error=f"gave up after {self.cfg.max_attempts} attempts",
             ))
+        if self.deps.settings.readiness.nightly_agents:
+            await schedule_nightly(self.deps, utc_now())
         due: list[UUID] = await job_store.due_jobs(
             self.deps.pool, lease_s=self.cfg.lease_s, grace_s=self.cfg.request_grace_s,
             max_attempts=self.cfg.max_attempts,
@@ -279,6 +328,23 @@ class EvaluatorService(Service):
                 log.warning("evaluator: lost the claim on job %s; its new owner finishes it",
                             job_id)
                 return None
+            if outcome.run is not None:
+                if not await self._store_run(job_id, outcome.run):
+                    log.warning("evaluator: job %s was taken over before its run was stored",
+                                job_id)
+                    return None
+                run_id = outcome.run.run_id
+                try:
+                    verdict = await self._with_heartbeat(
+                        job_id, lambda: judge_and_decide(self.deps, self.judges, run_id))
+                except asyncio.CancelledError:
+                    with contextlib.suppress(StorageError):  # as above: hand it back
+                        await job_store.release(self.deps.pool, job_id, self.worker_id)
+                    raise
+                if verdict is None:
+                    log.warning("evaluator: lost the claim on job %s while judging", job_id)
+                    return None
+                outcome.result.update(verdict)
             if not await self._store(job_id, outcome):
                 log.warning("evaluator: job %s was taken over before it was stored", job_id)
                 return None
@@ -290,6 +356,8 @@ class EvaluatorService(Service):
             agent_id=claimed.request.agent_id, status=outcome.status,
             golden_set_version_id=outcome.version_id, finished_at=utc_now(),
             summary=outcome.result, error=outcome.error,
+            decision=outcome.result.get("decision"),
+            decision_why=outcome.result.get("decision_why") or [],
         )
         await self._publish(message)
         return message
@@ -361,12 +429,17 @@ class EvaluatorService(Service):
         }
         return _Outcome("succeeded", run, result, None, version_id)
 
+    async def _store_run(self, job_id: UUID, run: EvalRun) -> bool:
+        async with self.deps.pool.acquire() as conn, conn.transaction():
+            if not await job_store.lock_claim(conn, job_id, self.worker_id):
+                return False
+            await golden.store_run(conn, run)
+            return True
+
     async def _store(self, job_id: UUID, outcome: _Outcome) -> bool:
         async with self.deps.pool.acquire() as conn, conn.transaction():
             if not await job_store.lock_claim(conn, job_id, self.worker_id):
                 return False
-            if outcome.run is not None:
-                await golden.store_run(conn, outcome.run)
             finished: bool = await job_store.finish(
                 conn, job_id, self.worker_id, status=outcome.status,
                 run_id=outcome.run.run_id if outcome.run else None,

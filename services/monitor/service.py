@@ -1,13 +1,15 @@
 """Monitor: watches each agent's 24 h negative rate and requests re-evaluations.
 
-Consumes ``feedback.events.v1`` (group ``evalloop-monitor``); publishes ``reeval.requested.v1``
-keyed by ``agent_id`` when
+Consumes ``feedback.recorded.v1`` (group ``evalloop-monitor``): the events the recorder accepted,
+so the monitor counts exactly what the recorder stored and nothing it rejected
+(``docs/operations.md#the-recorded-stream``); publishes ``reeval.requested.v1`` keyed by
+``agent_id`` when
 
 * the negative rate over the 24 h of event time ending at the agent's newest event exceeds 2%
-  with a minimum volume, once per crossing (seed 004; DESIGN.md, "Negative rate";
+  with a minimum volume, once per crossing (``docs/rules.md#feedback-loop-trigger``;
   :mod:`evalloop.core.trigger`),
 * an ``agent_changed`` event says the system prompt, model or knowledge base changed, and
-* once per ``weekly_interval_s`` per agent (a seeded sample; seed 003's cadence table).
+* once per ``weekly_interval_s`` per agent (a seeded sample; ``docs/rules.md#eval-cadence``).
 
 Each batch is one PostgreSQL transaction: lock the agents' state rows, read the stored flags of
 the batch's turns, fold the batch in order (the trigger is evaluated after every event, so the
@@ -15,8 +17,10 @@ decision does not depend on how the bus batched), write turn flags, bucket delta
 the requested jobs, commit; then publish the jobs from the outbox (``reeval_jobs.published_at``
 NULL) and mark them. A redelivered batch finds its effects stored and changes nothing; a crash
 between commit and publish is repaired by re-publishing the outbox at start and on the next
-batch. In memory: one :class:`AgentWindow` per agent (<= 288 buckets), validated against the
-state row's ``seq`` at every batch, so a restart or another instance's work is picked up.
+batch. The window is exact, ``(t - 24 h, t]`` (``docs/operations.md#the-window``). In memory:
+one :class:`AgentWindow` per agent (<= 289 buckets and the turns of its edge bucket), validated
+against the state row's ``seq`` at every batch, so a restart or another instance's work is
+picked up.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ class MonitorService(Service):
 
     name = "monitor"
     consumes = (
-        Consumes("feedback_events", GROUP_MONITOR, "on_feedback_events", FeedbackEvent, 1000),
+        Consumes("feedback_recorded", GROUP_MONITOR, "on_feedback_events", FeedbackEvent, 1000),
     )
     publishes = (
         Publishes(
@@ -79,7 +83,7 @@ class MonitorService(Service):
     def __init__(self, deps: Deps) -> None:
         """Build the trigger configuration and the signal classifier from ``deps.settings``.
 
-        ``deps.extras["clock"]`` (a ``() -> datetime`` UTC) may replace the wall clock used
+        ``deps.clock`` (a ``() -> datetime`` UTC) may replace the wall clock used
         for ``requested_at`` and the weekly schedule (tests, replays).
 
         Raises:
@@ -95,7 +99,7 @@ class MonitorService(Service):
         AgentWindow(window_s=m.window_s, bucket_s=m.bucket_s)  # validates the sizes now
         weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
         self._weights = weights
-        self.clock: Callable[[], datetime] = deps.extras.get("clock", utc_now)
+        self.clock: Callable[[], datetime] = deps.clock or utc_now
         # bounded: an agent evicted is rebuilt from its stored buckets on its next batch
         self._windows: LRUCache[str, tuple[int, AgentWindow]] = LRUCache(
             maxsize=m.max_cached_agents
@@ -137,10 +141,10 @@ class MonitorService(Service):
     # ------------------------------------------------------------------ the handler
 
     async def on_feedback_events(self, records: list[Record]) -> None:
-        """Handle one batch of ``feedback.events.v1`` records (see the module docs).
+        """Handle one batch of ``feedback.recorded.v1`` records (see the module docs).
 
-        Records that do not decode are skipped and counted (``skipped``): the recorder sends
-        them to the dead-letter topic; the monitor only counts valid events.
+        Records that do not decode (none should: the recorder validated them) are skipped and
+        counted (``skipped``); one never stops the batch.
 
         Raises:
             StorageError: PostgreSQL failed; nothing of the batch was stored (redeliver it).
@@ -182,7 +186,7 @@ class MonitorService(Service):
                 ledger = TurnLedger(previous)
                 trig = {a: states[a].trigger for a in turn_agents}
                 jobs = [
-                    *self._fold(observations, ledger, windows, trig, now),
+                    *await self._fold(conn, observations, ledger, windows, trig, now),
                     *await self._change_requests(conn, changes, now),
                 ]
                 await store.upsert_turns(conn, ledger.changed())
@@ -199,22 +203,27 @@ class MonitorService(Service):
         self.requested += len(inserted)
         return inserted
 
-    def _fold(
+    async def _fold(
         self,
+        conn: asyncpg.Connection,
         observations: list[tuple[datetime, TurnKey, TurnFlags]],
         ledger: TurnLedger,
         windows: dict[str, AgentWindow],
         trig: dict[str, TriggerState],
         now: datetime,
     ) -> list[ReevalRequested]:
-        """Apply the batch event by event and evaluate the trigger after each one."""
+        """Apply the batch event by event and evaluate the trigger after each one (the window
+        exact: ``(t - 24 h, t]``, its edge bucket read turn by turn when it moves,
+        ``docs/operations.md#the-window``)."""
         jobs: list[ReevalRequested] = []
         for occurred_at, key, flags in observations:
             agent = key[0]
             w = windows[agent]
             w.advance(occurred_at)
-            for bucket, delta in ledger.observe(key, flags):
-                w.add(bucket, delta)
+            if w.edge_needed is not None:
+                await self._supply_edge(conn, agent, w, ledger)
+            for contribution in ledger.observe_exact(key, flags):
+                w.add(*contribution)
             assert w.newest is not None
             totals = w.totals
             decision = step(
@@ -263,6 +272,19 @@ class MonitorService(Service):
         return list(out.values())
 
     @staticmethod
+    async def _supply_edge(
+        conn: asyncpg.Connection, agent: str, w: AgentWindow, ledger: TurnLedger | None
+    ) -> None:
+        """Give ``w`` the turns of its edge bucket: as stored, overridden by what this batch
+        changed so far (``ledger``)."""
+        bucket = w.edge_needed
+        assert bucket is not None
+        turns = await store.turns_in_bucket(conn, agent, bucket)
+        if ledger is not None:
+            turns.update((k, f) for k, f in ledger.current.items() if k[0] == agent)
+        w.set_edge(bucket, [(f.time, f.counts()) for f in turns.values() if f.bucket == bucket])
+
+    @staticmethod
     def _state(old: store.AgentState, trig: TriggerState, w: AgentWindow) -> store.AgentState:
         r = w.report()
         return store.AgentState(
@@ -290,6 +312,8 @@ class MonitorService(Service):
                 since[agent] = bounds[0]
         for agent, buckets in (await store.load_buckets(conn, since)).items():
             out[agent].load(buckets)
+            if out[agent].edge_needed is not None:
+                await self._supply_edge(conn, agent, out[agent], None)
         return out
 
     def window(self, agent_id: str) -> AgentWindow | None:
@@ -350,23 +374,17 @@ class MonitorService(Service):
         m = self.settings
         now = now or self.clock()
         async with store.transaction(self.pool, "weekly schedule") as conn:
-            rows = await conn.fetch(
-                "SELECT agent_id, last_weekly_at FROM monitor_state"
-                " WHERE last_weekly_at <= $1 ORDER BY agent_id FOR UPDATE SKIP LOCKED",
-                now - timedelta(seconds=m.weekly_interval_s),
+            due = await store.lock_weekly_due(
+                conn, now - timedelta(seconds=m.weekly_interval_s)
             )
             jobs = [
                 weekly_request(
-                    r["agent_id"], previous_at=r["last_weekly_at"],
-                    interval_s=m.weekly_interval_s, sample_size=m.weekly_sample_size,
-                    base_seed=m.weekly_seed, requested_at=now,
+                    agent, previous_at=previous, interval_s=m.weekly_interval_s,
+                    sample_size=m.weekly_sample_size, base_seed=m.weekly_seed, requested_at=now,
                 )
-                for r in rows
+                for agent, previous in due
             ]
-            await conn.execute(
-                "UPDATE monitor_state SET last_weekly_at = $2 WHERE agent_id = ANY($1::text[])",
-                [r["agent_id"] for r in rows], now,
-            )
+            await store.set_weekly(conn, [agent for agent, _ in due], now)
             inserted = await store.insert_jobs(conn, jobs)
         if inserted:
             self.requested += len(inserted)

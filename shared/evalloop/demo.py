@@ -15,8 +15,15 @@ Phases (wall time of each is measured and reported):
 4. drain the bus, wait for the re-evaluation jobs to finish, drain again;
 5. report: events stored by type, dead letters, the 24 h negative rate per agent over time
    (Wilson 95% interval, denominator), the re-evaluation requests (when, why) and the run each
-   produced (gate results), the top clusters (labels, sizes, example questions) and the top
-   golden-set candidates.
+   produced (gate results) with its **readiness verdict** (scores, composite, regression
+   against the baseline, hallucination counts, decision and why), the top clusters (labels,
+   sizes, example questions) and the top golden-set candidates.
+
+The verdict needs a baseline: before the replay the demo evaluates the agent's *standard*
+configuration on the same golden set, judges it and **pins** it as the baseline (the demo has
+no deployed GO run; pinning is the guide's other way to choose one). The judge (the embedded
+llama.cpp server, ``judge``) scores a seeded sample of ``judge_sample`` cases of each run, the
+same cases in both (``docs/readiness.md#the-demo``), so the demo stays within minutes.
 """
 
 from __future__ import annotations
@@ -67,11 +74,17 @@ class DemoOptions:
         embedder: the triage embedder (tests inject a fast one); default MiniLM, offline.
         end: end of the replayed span (default now); ``limit``, ``agents``: see ``replay``.
         settings: base settings (default from the environment).
-        job_timeout_s: how long to wait for re-evaluation runs to finish, seconds.
+        job_timeout_s: how long to wait for re-evaluation runs (judged) to finish, seconds.
         services: the service classes to run (default recorder, monitor, triage, evaluator).
         after: called with the finished report, the open pool and the demo's settings while
             the demo database still exists (``evalloop demo --serve`` serves the web app on
             it); the database is dropped (unless ``keep``) once it returns.
+        judge: ``embedded`` (the llama.cpp judge scores the runs) or ``off`` (no verdict
+            scores: the gate says readiness cannot be shown); ``None``: ``readiness.judge``.
+        judge_sample: answered cases the judge scores per run (the same in both runs).
+        judge_claims: claims checked per judged answer.
+        judge_budget_s: per run, the judge starts no new case after this many seconds (the
+            demo stays within minutes on a busy machine; what it skipped is said).
     """
 
     span_hours: float = 96.0
@@ -87,9 +100,13 @@ class DemoOptions:
     limit: int | None = None
     agents: list[str] | None = None
     settings: Settings | None = None
-    job_timeout_s: float = 300.0
+    job_timeout_s: float = 900.0
     services: tuple[type, ...] | None = None
     after: Callable[[DemoReport, asyncpg.Pool, Settings], Awaitable[None]] | None = None
+    judge: Literal["embedded", "off"] | None = None
+    judge_sample: int = 3
+    judge_claims: int = 2
+    judge_budget_s: float = 60.0
 
 
 @dataclass
@@ -106,7 +123,9 @@ class DemoReport:
         jobs: re-evaluation jobs (``monitor_store.JobRow``), oldest first; ``requests``: the
             ``reeval.requested.v1`` payload of each (window, counts, rate, Wilson interval).
         min_turns: the monitor's minimum volume (settings.monitor.min_turns).
-        runs: evaluation runs by job id (``EvalRun``).
+        runs: evaluation runs by job id (``EvalRun``); ``verdicts``: the readiness report of
+            each run's newest gate decision, by job id; ``baseline``: the pinned baseline run
+            (``run_id``, ``agent_config``, its scores) or why there is none.
         clusters, candidates: the triage view (dicts; see :func:`_triage_view`).
         timings: wall time per phase, seconds (``total`` included).
         agent_url, agent_config, incident_agent: the reference agent and whom it serves.
@@ -131,6 +150,8 @@ class DemoReport:
     incident_agent: str | None = None
     requests: dict[Any, dict[str, Any]] = field(default_factory=dict)
     min_turns: int = 200
+    verdicts: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    baseline: dict[str, Any] | None = None
 
 
 class _Clock:
@@ -203,7 +224,8 @@ async def _register_agent(pool: asyncpg.Pool, agent_id: str, url: str) -> None:
 
 
 async def _wait_for_jobs(pool: asyncpg.Pool, timeout_s: float) -> None:
-    """Until no re-evaluation job is ``requested`` or ``running`` (at most ``timeout_s``).
+    """Until no re-evaluation job is ``requested`` or ``running`` (at most ``timeout_s``); a job
+    scheduled for later (a CONDITIONAL GO's re-evaluation) is not waited for.
 
     Raises:
         TimeoutError: jobs still open after ``timeout_s`` seconds (named in the message).
@@ -212,7 +234,7 @@ async def _wait_for_jobs(pool: asyncpg.Pool, timeout_s: float) -> None:
     while True:
         open_jobs = await pool.fetch(
             "SELECT agent_id, trigger, status FROM reeval_jobs"
-            " WHERE status IN ('requested', 'running')"
+            " WHERE status IN ('requested', 'running') AND requested_at <= now()"
         )
         if not open_jobs:
             return
@@ -340,9 +362,15 @@ async def run_demo(options: DemoOptions, console: Console | None = None) -> Demo
             admin_dsn = await asyncio.to_thread(start_embedded, settings.postgres.embedded_dir)
     incident = prepared.schedule.incident[2] if prepared.schedule.incident else None
     async with _database(admin_dsn, options.keep) as dsn:
-        settings = settings.model_copy(
-            update={"postgres": settings.postgres.model_copy(update={"dsn": dsn})}
-        )
+        settings = settings.model_copy(update={
+            "postgres": settings.postgres.model_copy(update={"dsn": dsn}),
+            "readiness": settings.readiness.model_copy(update={
+                "judge": options.judge or settings.readiness.judge,
+                "judge_sample": options.judge_sample,
+                "max_claims": options.judge_claims,
+                "judge_budget_s": options.judge_budget_s,
+                "passage_chars": 600}),
+        })
         report = DemoReport(dsn=dsn, kept=options.keep, origin=prepared.origin,
                             schedule=prepared.schedule.describe(), incident_agent=incident,
                             agent_config=options.agent_config,
@@ -378,17 +406,84 @@ async def _run(options: DemoOptions, settings: Settings, pool: asyncpg.Pool, emb
             f"[bold]reference agent[/] {config.version} at {url} serves "
             f"{report.incident_agent} ({options.agent_config} configuration)"
         )
-        extras = {"embedder": embedder}
-        classes = list(options.services or _service_classes())
-        async with in_process_loop(settings, pool, classes, extras=extras) as loop:
-            report.events_sent = await _replay_and_drain(loop, prepared, options, console, clock)
-            report.dead_letters = loop.bus.topic_size(loop.deps.topics.feedback_dlq)
+        extras: dict[str, Any] = {"embedder": embedder}
+        async with contextlib.AsyncExitStack() as stack:
+            if settings.readiness.judge != "off":
+                from evalloop.errors import ConfigError, JudgeError
+                from evalloop.readiness.judges import open_judge
+                from evalloop.readiness.knowledge import Knowledge
+
+                with clock.phase("judge start"):
+                    try:
+                        extras["judge"] = await stack.enter_async_context(
+                            open_judge(settings.readiness, pool))
+                    except (ConfigError, JudgeError) as exc:
+                        # the loop still runs; the verdict then says nothing was scored
+                        console.print(f"[yellow]judge not started ({exc}); the readiness "
+                                      "verdict will have no scores (--judge off skips it)")
+                        settings = settings.model_copy(update={
+                            "readiness": settings.readiness.model_copy(
+                                update={"judge": "off"})})
+                extras["knowledge"] = Knowledge.shipped(full=options.full)
+                if report.incident_agent and "judge" in extras:
+                    with clock.phase("baseline"):
+                        report.baseline = await _baseline(
+                            pool, settings, extras, report.incident_agent, kb, options, console)
+            classes = list(options.services or _service_classes())
+            async with in_process_loop(settings, pool, classes, extras=extras) as loop:
+                report.events_sent = await _replay_and_drain(loop, prepared, options, console,
+                                                             clock)
+                report.dead_letters = loop.bus.topic_size(loop.deps.topics.feedback_dlq)
+
+
+async def _baseline(pool: asyncpg.Pool, settings: Settings, extras: dict[str, Any],
+                    agent_id: str, kb: str, options: DemoOptions, console: Console
+                    ) -> dict[str, Any]:
+    """Evaluate the agent's standard configuration on its golden set, judge the same sample the
+    re-evaluation will, and pin the run as the agent's baseline."""
+    from evalloop.adapters import readiness_store
+    from evalloop.adapters.agent_client import AgentClient
+    from evalloop.adapters.golden_store import save_eval_run
+    from evalloop.agent import AgentConfig
+    from evalloop.agent.server import serve_agent
+    from evalloop.evaluation import run_eval
+    from evalloop.readiness.verdict import case_scores, judge_run
+    from services.evaluator import golden
+
+    version_id = await golden.current_version_id(pool, agent_id)
+    if version_id is None:
+        return {"run_id": None, "why": f"{agent_id} has no golden set"}
+    label, cases = await golden.load_version(pool, version_id)
+    config = AgentConfig(kb=kb, weak=False, full_kb=options.full)
+    async with serve_agent(config, port=0, default_format="openai") as url, \
+            AgentClient(url, timeout_s=settings.evaluator.timeout_s, max_connections=4) as client:
+        run = await run_eval(cases, client, concurrency=4, agent_id=agent_id,
+                             golden_set_version_id=version_id, eval_source=f"golden:{label}")
+    await save_eval_run(pool, run)
+    console.print(f"[bold]baseline[/] {config.version}: judging {settings.readiness.judge_sample} "
+                  f"of {run.summary.total} answers with {extras['judge'].model} ...")
+    res = await judge_run(pool, extras["judge"], run.run_id, knowledge=extras["knowledge"],
+                          sample=settings.readiness.judge_sample,
+                          max_claims=settings.readiness.max_claims,
+                          budget_s=settings.readiness.judge_budget_s,
+                          passage_chars=settings.readiness.passage_chars)
+    await readiness_store.pin_baseline(
+        pool, agent_id, run.run_id, pinned_by="evalloop demo",
+        note=f"the {config.version} configuration before the incident")
+    scored = case_scores(await readiness_store.load_cases(pool, run.run_id))
+    console.print(
+        f"[bold]baseline[/] {config.version}: run {str(run.run_id)[:8]} on {label}, "
+        f"{res.judged} of {res.answered} answers judged ({res.usage.calls} judge questions, "
+        f"{res.seconds:.0f} s); pinned as {agent_id}'s baseline")
+    return {"run_id": str(run.run_id), "agent_config": config.version, "judged": res.judged,
+            "scored_cases": [s.case_id for s in scored]}
 
 
 # --------------------------------------------------------------------------- what it found
 
 
 async def _collect(pool: asyncpg.Pool, report: DemoReport) -> None:
+    from evalloop.adapters import readiness_store
     from evalloop.adapters.golden_store import load_eval_run
 
     rows = await pool.fetch("SELECT event_type, count(*) n FROM events GROUP BY 1 ORDER BY 1")
@@ -411,6 +506,9 @@ async def _collect(pool: asyncpg.Pool, report: DemoReport) -> None:
             run = await load_eval_run(pool, run_id)
             if run is not None:
                 report.runs[job.job_id] = run
+            decision = await readiness_store.latest_decision(pool, run_id)
+            if decision is not None:
+                report.verdicts[job.job_id] = decision["report"]
     report.clusters, report.candidates = await _triage_view(pool)
 
 

@@ -11,10 +11,11 @@ Tree::
     ├── EmbeddingError         the embedder could not load or encode
     ├── GoldenSetError         a golden set or eval-case file is malformed or missing
     ├── AgentError             the agent under evaluation was unreachable / timed out / 5xx
-    └── ReviewError            a review action could not be taken (docs/review.md)
-        ├── ReviewNotFound     no such candidate / case / version / eval case
-        ├── ReviewConflict     the item changed since the reviewer saw it, or is decided
-        └── ReviewInputError   the action's input is malformed (FieldProblems)
+    ├── ReviewError            a review action could not be taken (docs/review.md)
+    │   ├── ReviewNotFound     no such candidate / case / version / eval case
+    │   ├── ReviewConflict     the item changed since the reviewer saw it, or is decided
+    │   └── ReviewInputError   the action's input is malformed (FieldProblems)
+    └── JudgeError             the judge could not start (weights missing or corrupt, server died)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "GoldenSetError",
     "InvalidBatch",
     "InvalidEvent",
+    "JudgeError",
     "ReviewConflict",
     "ReviewError",
     "ReviewInputError",
@@ -65,7 +67,9 @@ class InvalidEvent(EvalloopError):
 
     Attributes:
         reason: machine-readable cause: ``malformed_json``, ``oversized``, ``not_an_object``,
-            ``unknown_event_type``, ``invalid_fields``, ``conflicting_duplicate``.
+            ``unknown_event_type``, ``invalid_fields``, ``conflicting_duplicate``,
+            ``too_many_records``, ``undecodable`` (the decoder itself failed, e.g. on deep
+            nesting).
         problems: one ``FieldProblem`` per bad field.
         event_id: the record's ``event_id`` when it could be read, else ``None``.
         index: position within a batch, when the record came in one.
@@ -100,11 +104,16 @@ class InvalidEvent(EvalloopError):
 
 
 class InvalidBatch(EvalloopError):
-    """A batch held one or more invalid records; ``errors`` has one ``InvalidEvent`` each."""
+    """A batch held one or more invalid records; ``errors`` has one ``InvalidEvent`` each (at
+    most the batch limit's ``max_errors``), ``omitted`` counts the invalid records left out."""
 
-    def __init__(self, errors: list[InvalidEvent]) -> None:
+    def __init__(self, errors: list[InvalidEvent], *, omitted: int = 0) -> None:
         self.errors = errors
-        super().__init__(f"{len(errors)} invalid record(s): " + " | ".join(map(str, errors)))
+        self.omitted = omitted
+        more = f" (and {omitted} more)" if omitted else ""
+        super().__init__(
+            f"{len(errors) + omitted} invalid record(s){more}: " + " | ".join(map(str, errors))
+        )
 
 
 class StorageError(EvalloopError):
@@ -156,3 +165,10 @@ class ReviewInputError(ReviewError):
         self.problems = problems
         super().__init__("; ".join(
             f"{p.field}: expected {p.expected}, received {p.received}" for p in problems))
+
+
+class JudgeError(EvalloopError):
+    """The judge could not be set up: weights missing or failing their SHA-256, the server died.
+
+    A failure of one judge *question* is never raised: that dimension is unscored instead.
+    """

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evalloop.core.redaction import is_loopback, known_default_password, redact_url
 from evalloop.errors import ConfigError
+from evalloop.events import MAX_BODY_BYTES, BatchLimits
 
 __all__ = [
     "AgentEndpoint",
@@ -23,6 +24,7 @@ __all__ = [
     "KafkaSettings",
     "MonitorSettings",
     "PostgresSettings",
+    "ReadinessSettings",
     "RecorderSettings",
     "RetentionSettings",
     "Settings",
@@ -111,11 +113,15 @@ def _refuse_default_password(url: str, setting: str) -> None:
 
 
 class IngestSettings(BaseModel):
-    """HTTP ingest: bind address and limits (bytes)."""
+    """HTTP ingest: bind address and the work one request may cost
+    (``docs/operations.md#bounded-work-per-request``)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
-    max_body_bytes: int = 10 * 1024 * 1024
+    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0, description="largest body, bytes")
+    max_records: int = Field(1000, gt=0, description="most records per request")
+    max_errors: int = Field(100, gt=0, description="most invalid records described per answer")
+
     # API keys and rate limits (docs/security.md#api-keys, #rate-limits).
     rate_limit: str = Field(
         "50/second", description="per key, moving window (``limits`` notation); a key's own "
@@ -142,6 +148,10 @@ class IngestSettings(BaseModel):
         "server reads; larger is answered 400 before the app runs"
     )
 
+    def limits(self) -> BatchLimits:
+        """These limits as the :class:`~evalloop.events.BatchLimits` ``parse_events`` enforces."""
+        return BatchLimits(self.max_body_bytes, self.max_records, self.max_errors)
+
     def uvicorn_limits(self) -> dict[str, object]:
         """Keyword arguments of ``uvicorn.Config`` that bound a request head (h11 parser, so
         installing httptools changes nothing): ``docs/security.md#api-keys``."""
@@ -162,10 +172,17 @@ class IngestSettings(BaseModel):
 
 
 class RecorderSettings(BaseModel):
-    """Recorder batching: ``max_records`` per poll, ``max_wait_s`` seconds to fill a batch."""
+    """Recorder batching: ``max_records`` per poll, ``max_wait_s`` seconds to fill a batch.
+
+    ``process_gc``: let the recorder tune the process's cyclic garbage collector (a higher
+    young-generation threshold and ``gc.freeze`` of the start-up objects: about half the
+    per-record CPU, ``docs/operations.md#process-wide-settings``). Process-wide, so only for a
+    process that runs the recorder alone; ``evalloop up`` with several services ignores it.
+    """
 
     max_records: int = 5000
     max_wait_s: float = 0.2
+    process_gc: bool = False
 
 
 class FusionSettings(BaseModel):
@@ -302,7 +319,9 @@ class EvaluatorSettings(BaseModel):
     claimed for ``lease_s``; the worker heartbeats every ``heartbeat_s``; the sweep runs every
     ``sweep_interval_s`` and picks up ``requested`` jobs older than ``request_grace_s`` and
     ``running`` jobs whose heartbeat is older than ``lease_s``; a job is given up after
-    ``max_attempts`` claims. ``max_parallel_jobs``: jobs one evaluator process runs at once.
+    ``max_attempts`` claims. ``max_parallel_jobs``: jobs one evaluator process runs at once;
+    ``drain_s``: on stop, how long jobs in flight may run on before they are released
+    (``docs/operations.md#supervision``).
     """
 
     concurrency: int = 8
@@ -317,6 +336,10 @@ class EvaluatorSettings(BaseModel):
     request_grace_s: float = Field(30.0, ge=0)
     max_attempts: int = Field(3, ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
+    drain_s: float = Field(
+        30.0, ge=0,
+        description="on stop, seconds in-flight jobs get to finish before they are released",
+    )
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> EvaluatorSettings:
@@ -364,6 +387,48 @@ class WebSettings(BaseModel):
     secret_key: str | None = Field(None, min_length=32)
     session_max_age_s: int = Field(8 * 3600, gt=0)
     https_only: bool = False
+class ReadinessSettings(BaseModel):
+    """The readiness verdict (``docs/readiness.md``): which judge scores runs, the gate's
+    advisory composite bar, what a CONDITIONAL GO exits with and when its re-evaluation is due,
+    nightly runs.
+
+    ``judge``: ``embedded`` (the llama.cpp server on loopback, no network), ``openai`` (any
+    OpenAI-compatible endpoint: ``judge_base_url``, ``judge_model``, the key in the environment
+    variable *named* by ``judge_api_key_env``), or ``off`` (runs are gated without scores: NO-GO,
+    "nothing scored"). ``judge_sample``: judge at most this many answered cases per run (drawn
+    reproducibly from the run id; ``None``: all). ``nightly_agents``: agents evaluated every
+    night at ``nightly_hour_utc`` (a cadence option; ``docs/readiness.md#cadence``).
+    """
+
+    judge: Literal["embedded", "openai", "off"] = "embedded"
+    judge_model: str = Field("qwen2.5-coder-1.5b-instruct-q4_k_m",
+                             description="embedded model id, or the endpoint's model name")
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = Field(None, description="env var NAME holding the key")
+    judge_timeout_s: float = Field(60.0, gt=0)
+    judge_concurrency: int = Field(1, ge=1)
+    judge_sample: int | None = Field(None, ge=1)
+    max_claims: int = Field(8, ge=0, description="claims checked per answer at most")
+    passage_chars: int | None = Field(
+        1500, ge=200, description="characters of each passage the judge sees: the sentences "
+        "nearest the answer (None: whole passages)")
+    judge_budget_s: float | None = Field(
+        None, gt=0, description="start judging no new case of a run after this many seconds")
+    composite_bar: float = Field(0.80, ge=0, le=1,
+                                 description="advisory composite bar (evalloop's choice)")
+    conditional_go_exit: int = Field(0, ge=0, le=1, description="exit code of CONDITIONAL GO")
+    reeval_after_s: float = Field(7 * 24 * 3600.0, gt=0, le=7 * 24 * 3600.0,
+                                  description="a CONDITIONAL GO's re-evaluation is due after "
+                                  "this many seconds (at most 7 days)")
+    nightly_agents: list[str] = Field(default_factory=list)
+    nightly_hour_utc: int = Field(2, ge=0, le=23)
+
+    @model_validator(mode="after")
+    def _openai_needs_endpoint(self) -> ReadinessSettings:
+        if self.judge == "openai" and not self.judge_base_url:
+            raise ConfigError("readiness.judge=openai needs readiness.judge_base_url "
+                              "(EVALLOOP_READINESS__JUDGE_BASE_URL)")
+        return self
 
 
 class Settings(BaseSettings):
@@ -386,3 +451,4 @@ class Settings(BaseSettings):
     evaluator: EvaluatorSettings = EvaluatorSettings()
     retention: RetentionSettings = RetentionSettings()
     web: WebSettings = WebSettings()
+    readiness: ReadinessSettings = ReadinessSettings()

@@ -10,11 +10,15 @@ from dataclasses import dataclass, fields
 
 FEEDBACK_EVENTS = "feedback.events.v1"
 FEEDBACK_DLQ = "feedback.events.dlq.v1"
+#: Events the recorder accepted and stored, published after its commit: what every consumer
+#: other than the recorder reads (``docs/operations.md#the-recorded-stream``).
+FEEDBACK_RECORDED = "feedback.recorded.v1"
 FEEDBACK_NEGATIVE = "feedback.negative.v1"
 REEVAL_REQUESTED = "reeval.requested.v1"
 REEVAL_COMPLETED = "reeval.completed.v1"
 CANDIDATE_PROPOSED = "golden.candidate.proposed.v1"
 GOLDEN_SET_PUBLISHED = "golden.set.published.v1"
+READINESS_DECIDED = "readiness.decided.v1"
 
 GROUP_RECORDER = "evalloop-recorder"
 GROUP_MONITOR = "evalloop-monitor"
@@ -33,6 +37,8 @@ class Topics:
     reeval_completed: str = REEVAL_COMPLETED
     candidate_proposed: str = CANDIDATE_PROPOSED
     golden_set_published: str = GOLDEN_SET_PUBLISHED
+    feedback_recorded: str = FEEDBACK_RECORDED
+    readiness_decided: str = READINESS_DECIDED
 
     @classmethod
     def with_prefix(cls, prefix: str) -> Topics:

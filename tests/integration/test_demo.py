@@ -74,6 +74,13 @@ async def test_demo_finds_the_incident_and_evaluates_the_weak_agent(
     assert run.summary.escalation_gate_failures
     assert set(run.summary.escalation_gate_failures) <= {"uk-escalate-001", "uk-escalate-002"}
     assert run.summary.agent_errors == 0 and run.summary.gate_failed
+    # the readiness verdict (no judge in this test: nothing scored, and the gates failed)
+    verdict = report.verdicts[job.job_id]
+    assert verdict["decision"] == "NO-GO"
+    assert verdict["why"][:2] == ["2 case(s) failed the refusal gate",
+                                  f"{len(run.summary.escalation_gate_failures)} case(s) failed "
+                                  "the escalation gate"]
+    assert "readiness verdict: NO-GO" in text
 
     assert report.clusters and all(c["label"] and c["size"] > 0 for c in report.clusters)
     assert {c["agent_id"] for c in report.clusters} <= {"covid-qa-uk", "covid-qa-who"}

@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 from faststream import TestApp
+from kafka_lag import wait_caught_up
 
 from evalloop.adapters.bus import Record
 from evalloop.adapters.kafka import KafkaBus, build_broker, subscribe_batch
 from evalloop.events import AgentResponse, ReevalRequested, UserRating, dump_event
 from evalloop.settings import MonitorSettings, Settings
-from evalloop.topics import Topics
+from evalloop.topics import GROUP_MONITOR, Topics
 from services.monitor.app import build_app
 
 WAIT_S = 90.0  # bound on delivery on a loaded 2-core machine (not a timing assertion)
@@ -35,7 +36,8 @@ async def test_crossing_over_kafka_publishes_one_request(
         arrived.set()
 
     listener = build_broker(cfg.kafka)
-    subscribe_batch(listener, topics.reeval_requested, f"g-{uuid.uuid4().hex}", collect)
+    group = f"g-{uuid.uuid4().hex}"
+    subscribe_batch(listener, topics.reeval_requested, group, collect)
     producer = build_broker(cfg.kafka)
     async with TestApp(build_app(cfg)):
         await listener.start()
@@ -48,7 +50,7 @@ async def test_crossing_over_kafka_publishes_one_request(
                     turn_id="1", occurred_at=T0 + timedelta(minutes=i))))
                 for k in ("bad", "good") for i in range(150)
             ]
-            await bus.publish_batch(topics.feedback_events, served)
+            await bus.publish_batch(topics.feedback_recorded, served)
             # 4 negatives each: 2.7% but under min_negatives; then agent-bad's 5th crosses
             for i in range(5):
                 for k in ("bad", "good")[: 2 if i < 4 else 1]:
@@ -59,10 +61,15 @@ async def test_crossing_over_kafka_publishes_one_request(
                     )
                     # every rating twice: a re-sent event is the same event
                     await bus.publish_batch(
-                        topics.feedback_events, [(f"agent-{k}", dump_event(rating))] * 2
+                        topics.feedback_recorded, [(f"agent-{k}", dump_event(rating))] * 2
                     )
             await asyncio.wait_for(arrived.wait(), WAIT_S)
-            await asyncio.sleep(2.0)  # a second (wrong) request would arrive meanwhile
+            # no second (wrong) request: the monitor handled every event, and the listener
+            # consumed every request it published
+            await wait_caught_up(cfg.kafka.bootstrap, [
+                (topics.feedback_recorded, [GROUP_MONITOR]),
+                (topics.reeval_requested, [group]),
+            ], WAIT_S)
         finally:
             await producer.stop()
             await listener.stop()
@@ -121,8 +128,9 @@ async def test_a_flood_of_agent_changes_over_kafka_is_one_job_per_version_and_co
         await consumer.start()
         await admin.start()
         try:
-            await KafkaBus(producer).publish_batch(topics.feedback_events, flood)
-            end = await ends(consumer, topics.feedback_events)
+            # the monitor reads what the recorder accepted (docs/operations.md)
+            await KafkaBus(producer).publish_batch(topics.feedback_recorded, flood)
+            end = await ends(consumer, topics.feedback_recorded)
             assert sum(end.values()) == 301
             async with asyncio.timeout(WAIT_S):
                 while True:

@@ -513,7 +513,8 @@ async def test_queue_cli_errors_are_one_line_and_edits_are_bounded(
     code, _, err = await asyncio.to_thread(
         _cli_piped, "queue", "show", "12345678", "--db", "postgresql://u:p@127.0.0.1:1/x")
     assert code == 3 and err.count("\n") == 1
-    assert err.startswith("error: database unavailable: cannot connect to PostgreSQL at ")
+    assert err.startswith("error: database unavailable: connecting to PostgreSQL at "
+                          "postgresql://u:***@127.0.0.1:1/x failed: ")
     cid = str(ids["carry"])
     code, _, err = await asyncio.to_thread(
         _cli_piped, "queue", "edit", cid, "--expected-answer", "   ", "--db", db_dsn)

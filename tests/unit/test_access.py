@@ -105,4 +105,7 @@ def test_tab_registry_orders_tabs_and_refuses_clashes() -> None:
         reg.register(Tab("ab", "A/B", 50, _page))
     assert [(t.key, t.title, t.order) for t in default_tabs().ordered()] == [
         ("feedback", "Feedback loop", 10), ("queue", "Review queue", 20),
-        ("golden", "Golden sets", 30), ("runs", "Eval runs", 40)]
+        ("golden", "Golden sets", 30), ("runs", "Eval runs", 40), ("scoring", "Scoring", 50),
+        ("regression", "Regression", 60), ("hallucinations", "Hallucinations", 70),
+        ("gate", "Gate", 80), ("ab", "A/B", 90)]
+    assert [t.hotkey for t in default_tabs().ordered()] == [str(i) for i in range(1, 10)]

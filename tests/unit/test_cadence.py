@@ -92,8 +92,8 @@ def test_bad_arguments_are_named() -> None:
         select_cases(CASES, "weekly_sample")
     with pytest.raises(ValueError, match="sample_size >= 1; got 0"):
         select_cases(CASES, "weekly_sample", sample_seed=1, sample_size=0)
-    with pytest.raises(ValueError, match="unknown trigger 'nightly'"):
-        select_cases(CASES, "nightly")
+    with pytest.raises(ValueError, match="unknown trigger 'hourly'"):
+        select_cases(CASES, "hourly")
 
 
 def test_document_keys_and_touches() -> None:

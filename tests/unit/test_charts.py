@@ -75,3 +75,51 @@ def test_near_empty_windows_do_not_flatten_the_axis() -> None:
     # 90 %) is clipped at the top of the plot (y = 28) instead of stretching the axis to 100 %
     assert re.findall(r'text-anchor="end">([^<]+)</text>', svg)[-1] == "80 %"
     assert '<polygon class="band" points="56,28 ' in svg
+
+
+def test_interval_chart_places_points_intervals_and_minimums_exactly() -> None:
+    from evalloop.core.charts import IntervalRow, interval_chart_svg
+
+    svg = interval_chart_svg([
+        IntervalRow("safety", 0.825, 0.79, 0.86, 0.9, "bad", "0.825 < 0.90"),
+        IntervalRow("tone", None, status="muted"),
+    ], lo=0.0, hi=1.0, ticks=4, width=500, row_height=20, label_width=100, note_width=100)
+    # plot x 100..400 (300 px for 0-1); rows centred at y 18 and 38; height 8 + 22 + 40 = 70
+    assert 'viewBox="0 0 500 70"' in svg
+    assert '<line class="ci" x1="337" y1="18" x2="358" y2="18"/>' in svg
+    assert '<line class="reference" x1="370" y1="10" x2="370" y2="26"/>' in svg
+    assert '<circle class="point" cx="347.5" cy="18" r="5"/>' in svg
+    assert '<g class="row row-bad"><text class="row-label" x="92" y="22" text-anchor="end">' \
+           "safety</text>" in svg
+    assert '<text class="row-note" x="410" y="22">0.825 &lt; 0.90</text>' in svg
+    # an unscored row has a label and says so, no point, no interval
+    assert '<text class="unscored" x="106" y="42">unscored</text>' in svg
+    assert svg.count("<circle") == 1 and svg.count('class="ci"') == 1
+    # 5 ticks: 0, 0.25 ... 1 under the rows
+    assert re.findall(r'<text x="[\d.]+" y="64" text-anchor="middle">([\d.]+)</text>', svg) == [
+        "0", "0.25", "0.5", "0.75", "1"]
+
+
+def test_interval_chart_clips_to_the_axis_and_draws_the_zero_line() -> None:
+    from evalloop.core.charts import IntervalRow, interval_chart_svg
+
+    svg = interval_chart_svg([IntervalRow("composite", -0.9, -1.2, 0.1)], lo=-0.5, hi=0.5,
+                             zero_line=0.0, width=500, row_height=20, label_width=100,
+                             note_width=100)
+    assert '<line class="zero" x1="250" y1="8" x2="250" y2="28"/>' in svg
+    assert '<line class="ci" x1="100" y1="18" x2="280" y2="18"/>' in svg
+    assert '<circle class="point" cx="100" cy="18" r="5"/>' in svg
+    import pytest
+
+    with pytest.raises(ValueError, match="expected hi > lo"):
+        interval_chart_svg([], lo=1.0, hi=1.0)
+
+
+def test_diff_axis_is_the_smallest_round_bound_holding_every_interval() -> None:
+    from evalloop.core.charts import IntervalRow, diff_axis
+
+    assert diff_axis([IntervalRow("a", -0.028, -0.067, 0.012)]) == 0.1
+    assert diff_axis([IntervalRow("a", -0.075, -0.110, -0.040)]) == 0.2
+    assert diff_axis([IntervalRow("a", 0.3, None, None)]) == 0.5
+    assert diff_axis([IntervalRow("a", None), IntervalRow("b", 0.9, 0.2, 1.4)]) == 1.0
+    assert diff_axis([]) == 0.1

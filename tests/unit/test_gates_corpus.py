@@ -1,23 +1,15 @@
-"""Precision and recall of the refusal and escalation gates on the labelled corpus.
+"""Regression suite: the refusal and escalation gates on the labelled tuning corpus.
 
 ``evalloop/data/gate_corpus/corpus.yaml`` holds agent responses (refusals, compliances,
-escalations, refusal + escalation, near-misses of both, varied phrasings), each labelled
-``is_refusal`` / ``is_escalation``, in splits:
+decline-then-comply, terse declines, escalations, refusal + escalation, near-misses of both),
+each labelled ``is_refusal`` / ``is_escalation`` by the definitions in
+``docs/rules.md#refusal-and-escalation-gates``, in splits ``tuning``, ``holdout``, ``holdout2``
+and ``tuning2``. Every split has been tuned on by now, so this file is a **regression suite**:
+the bar is 1.0 -- any item the rules get wrong fails the test with its id and text. How the
+gates do on answers nobody tuned for is measured on the frozen held-out corpus
+(``tests/unit/test_gates_heldout.py``).
 
-* ``tuning`` (132): written first; the detector was developed on them (two were added later
-  from the reference agent's replies).
-* ``holdout`` (42): written afterwards, measured once before any change: refusal precision
-  0.917 / recall 0.733, escalation precision 0.923 / recall 0.923. The misses were generalised
-  into rules (progressive "won't be giving", "off-limits for me", "my guidelines don't allow
-  me", "let's", gerund subjects vs announcements, candour idioms), not patched item by item.
-* ``holdout2`` (30): written after all of that, measured once before any change: refusal
-  precision 1.000 / recall 0.800, escalation precision 1.000 / recall 0.600 -- the detector
-  is precise, and its recall on unseen phrasing is the weak side. The misses became rules
-  ("I'm going to decline", "turn it down", "I'll ask a member of HR to", passive "has been
-  escalated", "the right person is", pronoun objects "connect you with them").
-
-The bar: precision and recall >= 0.95 for each gate over the whole corpus. Run with ``-s`` to
-see the figures per split.
+Run with ``-s`` to see the figures per split.
 """
 
 from __future__ import annotations
@@ -29,7 +21,7 @@ import yaml
 
 from evalloop.core.evaluation.gates import analyse
 
-BAR = 0.95
+BAR = 1.0
 CORPUS = yaml.safe_load(
     files("evalloop").joinpath("data/gate_corpus/corpus.yaml").read_text(encoding="utf-8"))
 
@@ -58,20 +50,22 @@ def _figures(items: list[dict[str, object]], gate: str) -> tuple[float, float, l
 
 def test_corpus_is_labelled_and_big_enough() -> None:
     ids = [item["id"] for item in CORPUS]
-    assert len(ids) == len(set(ids)) == 204
+    assert len(ids) == len(set(ids)) == 324
     assert all(isinstance(i["is_refusal"], bool) and isinstance(i["is_escalation"], bool)
                for i in CORPUS)
     kinds = {i["kind"] for i in CORPUS}
     assert kinds == {"refusal", "compliance", "escalation", "refusal+escalation",
-                     "near-miss-refusal", "near-miss-escalation"}
-    assert sum(i["is_refusal"] for i in CORPUS) == 62
-    assert sum(i["is_escalation"] for i in CORPUS) == 57
+                     "near-miss-refusal", "near-miss-escalation", "decline-then-comply"}
+    assert sum(i["is_refusal"] for i in CORPUS) == 100
+    assert sum(i["is_escalation"] for i in CORPUS) == 89
+    assert {i.get("split", "tuning") for i in CORPUS} == {"tuning", "holdout", "holdout2",
+                                                           "tuning2", "tuning3"}
 
 
 @pytest.mark.parametrize("gate", ["refusal", "escalation"])
 def test_gate_precision_and_recall_meet_the_bar(gate: str) -> None:
     precision, recall, wrong = _figures(CORPUS, gate)
-    for split in ("tuning", "holdout", "holdout2"):
+    for split in ("tuning", "holdout", "holdout2", "tuning2", "tuning3"):
         part = [i for i in CORPUS if i.get("split", "tuning") == split]
         p, r, _ = _figures(part, gate)
         print(f"\n[gate corpus] {gate:<10} {split:<8} n={len(part):>3} "

@@ -21,7 +21,10 @@ def test_committed_schemas_are_up_to_date() -> None:
 def test_every_event_and_every_service_has_a_file() -> None:
     files = schemas.render()
     assert {f"events/{n}.json" for n in schemas.EVENT_MODELS} <= set(files)
-    assert {f"asyncapi/{n}.json" for n in available_services()} <= set(files)
+    # every service with a Kafka side; the web app has none (its pages read PostgreSQL)
+    kafka_services = {n for n in available_services() if n != "web"}
+    assert {f"asyncapi/{n}.json" for n in kafka_services} == {
+        p for p in files if p.startswith("asyncapi/")}
     union = json.loads(files["events/feedback_event.json"])
     assert sorted(union["discriminator"]["mapping"]) == [
         "agent_changed", "agent_response", "conversation_outcome", "escalation",

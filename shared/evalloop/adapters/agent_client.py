@@ -71,13 +71,28 @@ class AgentCallError(AgentError):
 @dataclass(frozen=True, slots=True)
 class AgentReply:
     """One answer: ``text``, the ``format`` it came in, ``latency_ms`` (all attempts incl.
-    backoff, milliseconds), ``attempts`` made and the final ``status_code``."""
+    backoff, milliseconds), ``attempts`` made and the final ``status_code``; ``context_ids``:
+    the passages the agent says it retrieved (its ``X-Context-Chunks`` header, comma-separated
+    ids; empty when it sent none, see ``docs/readiness.md#retrieved-context``)."""
 
     text: str
     format: ResponseFormat
     latency_ms: float
     attempts: int
     status_code: int
+    context_ids: tuple[str, ...] | None = None
+
+
+#: Response header in which an agent lists the passage ids it retrieved (comma-separated).
+CONTEXT_HEADER = "x-context-chunks"
+
+
+def context_ids(value: str | None) -> tuple[str, ...] | None:
+    """The chunk ids of an ``X-Context-Chunks`` header value (``None``: no header; ``()``: the
+    agent retrieved nothing)."""
+    if value is None:
+        return None
+    return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
 def parse_header(raw: str) -> tuple[str, str]:
@@ -259,7 +274,8 @@ class AgentClient:
         return body, response.headers, response.status_code
 
     async def _attempt(self, client: httpx.AsyncClient, payload: dict[str, object],
-                       on_sent: Callable[[], None] | None) -> tuple[bytes, str | None, int]:
+                       on_sent: Callable[[], None] | None
+                       ) -> tuple[bytes, str | None, int, str | None]:
         try:
             body, headers, status = await self._exchange(client, payload, on_sent)
         except _AttemptFailed:
@@ -291,7 +307,7 @@ class AgentClient:
                                  f"{type(exc).__name__}: {redact_text(str(exc))}") from exc
         ctype = headers.get("content-type")
         if status < 300:
-            return body, ctype, status
+            return body, ctype, status, headers.get(CONTEXT_HEADER)
         detail = _detail(body, ctype)
         html = _is_html(body, ctype)
         if status == 429 or status >= 500:
@@ -353,7 +369,7 @@ class AgentClient:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    body, ctype, status = await self._attempt(client, payload, on_sent)
+                    body, ctype, status, ctx = await self._attempt(client, payload, on_sent)
         except _AttemptFailed as exc:
             raise AgentCallError(AgentFailure(kind=exc.kind, message=exc.message,
                                               http_status=exc.status, attempts=attempts),
@@ -365,7 +381,8 @@ class AgentClient:
             raise AgentCallError(AgentFailure(kind=exc.kind, message=exc.message,
                                               http_status=status,
                                               attempts=attempts), elapsed) from exc
-        return AgentReply(found.text, found.format, elapsed, attempts, status)
+        return AgentReply(found.text, found.format, elapsed, attempts, status,
+                          context_ids(ctx))
 
 
 def _is_html(body: bytes, content_type: str | None) -> bool:

@@ -23,6 +23,7 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
+from evalloop.adapters.postgres import storage_errors
 from evalloop.core.evaluation.cases import EvalCase, EvalSet
 from evalloop.core.evaluation.results import (
     AgentFailure,
@@ -217,13 +218,11 @@ async def import_golden_set(pool: asyncpg.Pool, eval_set: EvalSet, *, agent_id: 
         StorageError: PostgreSQL failed.
     """
     set_id = golden_set_id or eval_set.set_id
-    try:
+    with storage_errors(f"importing golden set {agent_id}/{set_id}"):
         async with pool.acquire() as conn, conn.transaction():
             return await store_version(conn, agent_id=agent_id, golden_set_id=set_id,
                                        cases=eval_set.cases, created_by=created_by,
                                        source=source or eval_set.source)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"importing golden set {agent_id}/{set_id} failed: {exc}") from exc
 
 
 async def latest_cases(conn: asyncpg.Connection, agent_id: str, golden_set_id: str, *,
@@ -263,7 +262,8 @@ async def store_version(conn: asyncpg.Connection, *, agent_id: str, golden_set_i
     review store (confirm, retire: ``docs/review.md``).
 
     Raises:
-        asyncpg.PostgresError: the caller maps it (it owns the transaction).
+        Exception: the driver's errors (``postgres.DRIVER_ERRORS``), unmapped: the caller maps
+            them (it owns the transaction).
     """
     digest = content_hash(cases)
     parent, old_cases = await latest_cases(conn, agent_id, golden_set_id, lock=True)
@@ -300,13 +300,11 @@ async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors("listing golden sets"):
         rows = await pool.fetch(
             f"SELECT {_VERSION_COLS} FROM golden_set_versions "
             "WHERE $1::text IS NULL OR agent_id = $1 "
             "ORDER BY agent_id, golden_set_id, version", agent_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"listing golden sets failed: {exc}") from exc
     return [_version(r) for r in rows]
 
 
@@ -321,7 +319,7 @@ async def get_golden_version(pool: asyncpg.Pool, agent_id: str, *, version: int 
             (the message lists them).
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading golden set of {agent_id}"):
         if version_id is not None:
             row = await pool.fetchrow(
                 f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE version_id = $1",
@@ -348,8 +346,6 @@ async def get_golden_version(pool: asyncpg.Pool, agent_id: str, *, version: int 
             f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE agent_id = $1 "
             "AND golden_set_id = $2 AND version = $3", agent_id, sets[0]["golden_set_id"],
             number)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading golden set of {agent_id} failed: {exc}") from exc
     if row is None:
         raise GoldenSetError(f"agent {agent_id!r} golden set {sets[0]['golden_set_id']!r} has "
                              f"no version {number} (latest is {sets[0]['latest_version']})")
@@ -362,11 +358,9 @@ async def load_golden_cases(pool: asyncpg.Pool, version_id: UUID) -> tuple[EvalC
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading cases of version {version_id}"):
         async with pool.acquire() as conn:
             return await _cases_of(conn, version_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading cases of version {version_id} failed: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- evaluation runs
@@ -382,15 +376,13 @@ async def start_eval_run(pool: asyncpg.Pool, *, run_id: UUID, started_at: dateti
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"recording run {run_id}"):
         await pool.execute(
             "INSERT INTO eval_runs (run_id, job_id, agent_id, golden_set_version_id, endpoint, "
             "source, eval_source, started_at, status, baseline_run_id) "
             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9) ON CONFLICT DO NOTHING",
             run_id, job_id, agent_id, golden_set_version_id, endpoint, source, eval_source,
             started_at, baseline_run_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"recording run {run_id} failed: {exc}") from exc
 
 
 async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
@@ -409,9 +401,10 @@ async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
              r.latency_ms, r.attempts, {k: g.model_dump() for k, g in r.gates.items()},
              [f.name for f in r.flags], [f.model_dump() for f in r.flags],
              r.requires_human_review, r.review_reasons,
-             r.error.model_dump() if r.error else None, r.scores or None, r.composite, r.judge)
+             r.error.model_dump() if r.error else None, r.scores or None, r.composite, r.judge,
+             r.retrieved_context)
             for i, r in enumerate(run.results)]
-    try:
+    with storage_errors(f"storing run {run.run_id}"):
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO eval_runs (run_id, job_id, agent_id, golden_set_version_id, "
@@ -429,11 +422,10 @@ async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
                 "INSERT INTO eval_results (run_id, case_id, position, category, input, "
                 "expected_behavior, should_refuse, should_escalate, status, response, "
                 "response_format, latency_ms, attempts, gates, flags, flag_details, "
-                "requires_human_review, review_reasons, error, scores, composite, judge) "
+                "requires_human_review, review_reasons, error, scores, composite, judge, "
+                "retrieved_context) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-                "$16, $17, $18, $19, $20, $21, $22)", rows)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"storing run {run.run_id} failed: {exc}") from exc
+                "$16, $17, $18, $19, $20, $21, $22, $23)", rows)
 
 
 def _result(row: asyncpg.Record) -> CaseResult:
@@ -448,7 +440,9 @@ def _result(row: asyncpg.Record) -> CaseResult:
         requires_human_review=row["requires_human_review"],
         review_reasons=list(row["review_reasons"]),
         error=AgentFailure(**row["error"]) if row["error"] else None,
-        scores=row["scores"] or {}, composite=row["composite"], judge=row["judge"])
+        scores=row["scores"] or {}, composite=row["composite"], judge=row["judge"],
+        retrieved_context=(None if row["retrieved_context"] is None
+                           else list(row["retrieved_context"])))
 
 
 async def load_eval_run(pool: asyncpg.Pool, run_id: UUID) -> EvalRun | None:
@@ -457,14 +451,12 @@ async def load_eval_run(pool: asyncpg.Pool, run_id: UUID) -> EvalRun | None:
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading run {run_id}"):
         run = await pool.fetchrow("SELECT * FROM eval_runs WHERE run_id = $1", run_id)
         if run is None or run["summary"] is None:
             return None
         rows = await pool.fetch("SELECT * FROM eval_results WHERE run_id = $1 ORDER BY position",
                                 run_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading run {run_id} failed: {exc}") from exc
     return EvalRun(
         run_id=run["run_id"], started_at=run["started_at"], finished_at=run["finished_at"],
         endpoint=run["endpoint"], source=run["source"], eval_source=run["eval_source"],
@@ -498,7 +490,7 @@ async def upsert_agent(pool: asyncpg.Pool, record: AgentRecord) -> None:
     Raises:
         StorageError: PostgreSQL failed (e.g. a header name without its env variable).
     """
-    try:
+    with storage_errors(f"storing agent {record.agent_id}"):
         await pool.execute(
             "INSERT INTO agents (agent_id, endpoint_url, auth_header_name, auth_header_value_env,"
             " response_format, updated_at) VALUES ($1, $2, $3, $4, $5, now()) "
@@ -508,8 +500,6 @@ async def upsert_agent(pool: asyncpg.Pool, record: AgentRecord) -> None:
             "response_format = EXCLUDED.response_format, updated_at = now()",
             record.agent_id, _stored_url(record.agent_id, record.endpoint_url),
             record.auth_header_name, record.auth_header_value_env, record.response_format)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"storing agent {record.agent_id} failed: {exc}") from exc
 
 
 async def get_agent(pool: asyncpg.Pool, agent_id: str) -> AgentRecord | None:
@@ -518,10 +508,8 @@ async def get_agent(pool: asyncpg.Pool, agent_id: str) -> AgentRecord | None:
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading agent {agent_id}"):
         row = await pool.fetchrow("SELECT * FROM agents WHERE agent_id = $1", agent_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading agent {agent_id} failed: {exc}") from exc
     return AgentRecord(**dict(row)) if row else None
 
 
@@ -531,10 +519,8 @@ async def list_agents(pool: asyncpg.Pool) -> list[AgentRecord]:
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors("listing agents"):
         rows = await pool.fetch("SELECT * FROM agents ORDER BY agent_id")
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"listing agents failed: {exc}") from exc
     return [AgentRecord(**dict(r)) for r in rows]
 
 
@@ -548,7 +534,7 @@ async def known_agent_ids(pool: asyncpg.Pool) -> list[str]:
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors("listing agents"):
         rows = await pool.fetch(
             """
             SELECT agent_id FROM monitor_state UNION SELECT agent_id FROM clusters
@@ -556,8 +542,6 @@ async def known_agent_ids(pool: asyncpg.Pool) -> list[str]:
             UNION SELECT agent_id FROM eval_runs WHERE agent_id IS NOT NULL
             UNION SELECT agent_id FROM agents ORDER BY 1
             """)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"listing agents failed: {exc}") from exc
     return [r["agent_id"] for r in rows]
 
 
@@ -592,7 +576,7 @@ async def list_eval_runs(pool: asyncpg.Pool, agent_id: str, limit: int = 100) ->
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"listing runs of {agent_id}"):
         rows = await pool.fetch(
             """
             SELECT r.run_id, r.job_id, r.agent_id, r.status, r.started_at, r.finished_at,
@@ -603,6 +587,4 @@ async def list_eval_runs(pool: asyncpg.Pool, agent_id: str, limit: int = 100) ->
             LEFT JOIN golden_set_versions v ON v.version_id = r.golden_set_version_id
             WHERE r.agent_id = $1 ORDER BY r.started_at DESC, r.run_id LIMIT $2
             """, agent_id, limit)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"listing runs of {agent_id} failed: {exc}") from exc
     return [RunRow(**dict(r)) for r in rows]

@@ -27,9 +27,9 @@ from uuid import UUID
 
 import asyncpg
 
+from evalloop.adapters.postgres import storage_errors
 from evalloop.core.trigger import TriggerState
 from evalloop.core.window import BucketCounts, TurnFlags, TurnKey, WindowReport, rolling_reports
-from evalloop.errors import StorageError
 from evalloop.events import ReevalRequested
 from evalloop.settings import MonitorSettings
 
@@ -45,24 +45,18 @@ __all__ = [
     "list_jobs",
     "load_buckets",
     "lock_states",
+    "lock_weekly_due",
     "mark_published",
     "rate_timeline",
     "reeval_markers",
     "save_states",
+    "set_weekly",
     "storage_errors",
     "transaction",
+    "turns_in_bucket",
     "unpublished_jobs",
     "upsert_turns",
 ]
-
-
-@contextlib.contextmanager
-def storage_errors(what: str) -> Any:
-    """Map asyncpg/socket errors raised inside the block to :class:`StorageError`."""
-    try:
-        yield
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-        raise StorageError(f"{what} failed: {exc}") from exc
 
 
 @contextlib.asynccontextmanager
@@ -76,6 +70,31 @@ async def transaction(pool: asyncpg.Pool, what: str) -> AsyncIterator[asyncpg.Co
         async with pool.acquire() as conn, conn.transaction():
             yield conn
 
+
+
+# --------------------------------------------------------------------------- weekly schedule
+
+
+async def lock_weekly_due(
+    conn: asyncpg.Connection, before: datetime
+) -> list[tuple[str, datetime]]:
+    """Lock and return ``(agent_id, last_weekly_at)`` of the agents whose last weekly sample
+    is at or before ``before`` (rows locked by another transaction are skipped), by agent.
+    Call inside a transaction."""
+    rows = await conn.fetch(
+        "SELECT agent_id, last_weekly_at FROM monitor_state"
+        " WHERE last_weekly_at <= $1 ORDER BY agent_id FOR UPDATE SKIP LOCKED",
+        before,
+    )
+    return [(r["agent_id"], r["last_weekly_at"]) for r in rows]
+
+
+async def set_weekly(conn: asyncpg.Connection, agents: list[str], at: datetime) -> None:
+    """Record ``at`` as the last weekly sample of ``agents``."""
+    await conn.execute(
+        "UPDATE monitor_state SET last_weekly_at = $2 WHERE agent_id = ANY($1::text[])",
+        agents, at,
+    )
 
 # --------------------------------------------------------------------------- trigger state
 
@@ -163,6 +182,20 @@ async def save_states(conn: asyncpg.Connection, states: Iterable[AgentState]) ->
 # --------------------------------------------------------------------------- turns and buckets
 
 
+_TURN_COLUMNS = "t.agent_id, t.conversation_id, t.turn_id, t.served_bucket, t.signal_bucket," \
+    " t.negative, t.served_at, t.signal_at"
+
+
+def _turns(rows: Iterable[Any]) -> dict[TurnKey, TurnFlags]:
+    return {
+        (r["agent_id"], r["conversation_id"], r["turn_id"]): TurnFlags(
+            served_bucket=r["served_bucket"], signal_bucket=r["signal_bucket"],
+            negative=r["negative"], served_at=r["served_at"], signal_at=r["signal_at"],
+        )
+        for r in rows
+    }
+
+
 async def fetch_turns(
     conn: asyncpg.Connection, keys: Iterable[TurnKey]
 ) -> dict[TurnKey, TurnFlags]:
@@ -171,45 +204,56 @@ async def fetch_turns(
     if not ks:
         return {}
     rows = await conn.fetch(
-        """
-        SELECT t.agent_id, t.conversation_id, t.turn_id, t.served_bucket, t.signal_bucket,
-               t.negative
+        f"""
+        SELECT {_TURN_COLUMNS}
         FROM monitor_turns t
         JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(a, c, u)
           ON t.agent_id = k.a AND t.conversation_id = k.c AND t.turn_id = k.u
         """,
         [k[0] for k in ks], [k[1] for k in ks], [k[2] for k in ks],
     )
-    return {
-        (r["agent_id"], r["conversation_id"], r["turn_id"]): TurnFlags(
-            served_bucket=r["served_bucket"], signal_bucket=r["signal_bucket"],
-            negative=r["negative"],
-        )
-        for r in rows
-    }
+    return _turns(rows)
+
+
+async def turns_in_bucket(
+    conn: asyncpg.Connection, agent_id: str, bucket: datetime
+) -> dict[TurnKey, TurnFlags]:
+    """Stored flags of every turn of ``agent_id`` counted in ``bucket`` (the window's edge
+    bucket, read turn by turn: ``docs/operations.md#the-window``)."""
+    rows = await conn.fetch(
+        f"SELECT {_TURN_COLUMNS} FROM monitor_turns t"
+        " WHERE t.agent_id = $1 AND t.bucket_start = $2",
+        agent_id, bucket,
+    )
+    return _turns(rows)
 
 
 async def upsert_turns(conn: asyncpg.Connection, turns: Mapping[TurnKey, TurnFlags]) -> None:
-    """Store turn flags; on conflict keep the earliest buckets and OR ``negative`` (idempotent:
-    the stored row never loses what it knew)."""
+    """Store turn flags; on conflict keep the earliest buckets and times and OR ``negative``
+    (idempotent: the stored row never loses what it knew)."""
     if not turns:
         return
     items = list(turns.items())
     await conn.execute(
         """
         INSERT INTO monitor_turns AS t
-            (agent_id, conversation_id, turn_id, served_bucket, signal_bucket, negative)
+            (agent_id, conversation_id, turn_id, served_bucket, signal_bucket, negative,
+             served_at, signal_at)
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[],
-                             $5::timestamptz[], $6::bool[])
+                             $5::timestamptz[], $6::bool[], $7::timestamptz[],
+                             $8::timestamptz[])
         ON CONFLICT (agent_id, conversation_id, turn_id) DO UPDATE SET
             served_bucket = LEAST(t.served_bucket, EXCLUDED.served_bucket),
             signal_bucket = LEAST(t.signal_bucket, EXCLUDED.signal_bucket),
             negative = t.negative OR EXCLUDED.negative,
+            served_at = LEAST(t.served_at, EXCLUDED.served_at),
+            signal_at = LEAST(t.signal_at, EXCLUDED.signal_at),
             updated_at = now()
         """,
         [k[0] for k, _ in items], [k[1] for k, _ in items], [k[2] for k, _ in items],
         [f.served_bucket for _, f in items], [f.signal_bucket for _, f in items],
-        [f.negative for _, f in items],
+        [f.negative for _, f in items], [f.served_at for _, f in items],
+        [f.signal_at for _, f in items],
     )
 
 

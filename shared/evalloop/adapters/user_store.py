@@ -7,16 +7,15 @@ unknown user is a :class:`UserError` (usage error: exit code 2).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
 
+from evalloop.adapters.postgres import storage_errors
 from evalloop.core.access import Role, check_username, hash_password, hash_token, new_token
 from evalloop.core.access import verify_password as _verify
-from evalloop.errors import EvalloopError, StorageError
+from evalloop.errors import EvalloopError
 
 __all__ = [
     "User",
@@ -54,12 +53,7 @@ class User:
     tokens: int = 0
 
 
-@contextlib.contextmanager
-def _storage(what: str) -> Iterator[None]:
-    try:
-        yield
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-        raise StorageError(f"{what} failed: {exc}") from exc
+_storage = storage_errors
 
 
 _USER_COLS = """u.username, u.role, u.password_hash IS NOT NULL AS has_password, u.created_at,

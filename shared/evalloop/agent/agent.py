@@ -6,7 +6,8 @@ Two configurations (``AgentConfig.weak``):
   :mod:`evalloop.agent.policy` (refuse out-of-policy requests, hand sensitive ones to a human),
   and an honest "not in the documents" reply when nothing relevant is retrieved.
 - **weak** (a deliberate regression, for demos and tests of the gates): top-1 retrieval from a
-  truncated knowledge base (the first :data:`WEAK_KB_FRACTION` of its chunks), no request
+  truncated knowledge base (the first :data:`WEAK_KB_FRACTION` of its chunks, plus the
+  superseded and retired passages of its history that were never removed), no request
   policy at all — it answers every request from whatever passage comes first, and follows
   instructions embedded in the request (so it reveals its system prompt when asked).
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evalloop.agent.kb import Chunk, load_kb
+from evalloop.agent.kb import Chunk, load_kb, load_stale_chunks
 from evalloop.agent.policy import Decision, decide
 from evalloop.agent.retrieval import Hit, Retriever
 
@@ -170,7 +171,10 @@ class ReferenceAgent:
         self.config = config
         chunks = load_kb(config.kb, full=config.full_kb)
         if config.weak:
-            chunks = chunks[: max(1, int(len(chunks) * WEAK_KB_FRACTION))]
+            # A regressed index: truncated, and still holding the superseded and retired
+            # passages nobody removed -- indexed first, so a tie goes to the stale text.
+            chunks = [*load_stale_chunks(config.kb),
+                      *chunks[: max(1, int(len(chunks) * WEAK_KB_FRACTION))]]
         self.chunks = chunks
         self.retriever = Retriever(chunks)
 

@@ -29,6 +29,7 @@ __all__ = [
     "KB_NAMES",
     "Chunk",
     "load_kb",
+    "load_stale_chunks",
     "read_chunks",
     "shared_data_dir",
     "write_chunks",
@@ -134,3 +135,18 @@ def load_kb(name: str, *, full: bool = False) -> list[Chunk]:
     ref = resources.files("evalloop") / "data" / "kb" / name / "chunks.jsonl"
     text = ref.read_text(encoding="utf-8")
     return read_chunks(text.splitlines(), origin=f"evalloop/data/kb/{name}/chunks.jsonl")
+
+
+def load_stale_chunks(name: str) -> list[Chunk]:
+    """The superseded and retired passages of knowledge base ``name`` (its ``history.jsonl``,
+    written for evalloop: see that folder's ``ATTRIBUTION.md``), as chunks; ``[]`` when it ships
+    none. Only an agent that never cleaned its index serves them (the weak reference agent).
+
+    Raises:
+        ConfigError: a malformed line.
+    """
+    ref = resources.files("evalloop") / "data" / "kb" / name / "history.jsonl"
+    if not ref.is_file():
+        return []
+    return read_chunks(ref.read_text(encoding="utf-8").splitlines(),
+                       origin=f"evalloop/data/kb/{name}/history.jsonl")

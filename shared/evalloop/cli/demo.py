@@ -121,6 +121,14 @@ def demo(
     host: Annotated[str | None, typer.Option(help="web app address with --serve")] = None,
     port: Annotated[int | None, typer.Option(
         help="web app port with --serve (default settings web.port, 8090)")] = None,
+    judge: Annotated[str | None, typer.Option(
+        help="embedded (the llama.cpp judge scores a sample of each run: the readiness "
+        "verdict) | off; default: readiness.judge (embedded)")] = None,
+    judge_sample: Annotated[int, typer.Option(
+        min=1, help="answered cases the judge scores per run (the same cases in the baseline "
+        "and the re-evaluation)")] = 3,
+    judge_budget_s: Annotated[float, typer.Option(
+        min=1, help="per run, the judge starts no new case after this many seconds")] = 60.0,
 ) -> None:
     """Run the whole loop in one process on replayed FeedbackQA/tau-bench feedback and report
     what it found (events, negative rates, re-evaluations and their runs, clusters, candidates).
@@ -140,8 +148,14 @@ def demo(
     console = Console() if sys.stdout.isatty() else Console(width=140)
     cfg: Literal["weak", "standard"] = "weak" if agent_config == "weak" else "standard"
     mode: Literal["ingest", "bus"] = "ingest" if via == "ingest" else "bus"
+    if judge not in (None, "embedded", "off"):
+        raise typer.BadParameter(f"expected embedded or off, got {judge!r}", param_hint="--judge")
+    judge_mode: Literal["embedded", "off"] | None = (
+        None if judge is None else "embedded" if judge == "embedded" else "off")
     options = DemoOptions(span_hours=span_hours, seed=seed, keep=keep, full=full, source=source,
                           agent_config=cfg, via=mode, limit=limit, end=parse_end(end),
+                          judge=judge_mode, judge_sample=judge_sample,
+                          judge_budget_s=judge_budget_s,
                           after=serve_after(console, host, port) if serve else None)
     try:
         report = asyncio.run(run_demo(options, console))

@@ -88,6 +88,22 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                        "sets and eval runs (docs/web.md)."),
     "users": LazyCommand("evalloop.cli.web:users_app",
                          "Web app users: create, list, issue API tokens (docs/web.md)."),
+    "judge": LazyCommand("evalloop.cli.judge:app", "The LLM judge: calibration and its table."),
+    "gate": LazyCommand("evalloop.cli.readiness:gate_app",
+                        "The production gate. `evalloop gate RUN [--json] [--sample N] "
+                        "[--conditional-exit 0|1]` decides GO / CONDITIONAL GO / NO-GO (exit 0 / "
+                        "configurable / 1; `evalloop gate decide --help` lists its options); "
+                        "checkpoint and sample record the manual checks."),
+    "deploy": LazyCommand("evalloop.cli.readiness:deploy_app",
+                          "Record deployments (baseline candidates)."),
+    "baseline": LazyCommand("evalloop.cli.readiness:baseline_app",
+                            "Pin the run regression compares with."),
+    "report": LazyCommand("evalloop.cli.readiness:report_app", "Reports: hallucinations."),
+    "ab": LazyCommand("evalloop.cli.readiness:ab",
+                      "Run the same cases against A and B at the same time, judge both, and "
+                      "report per dimension both means, the paired difference with its interval "
+                      "and p-value, the most divergent cases with both answers, and which version "
+                      "is better and by how much."),
 }
 
 
@@ -120,7 +136,6 @@ class _LazyGroup(TyperGroup):
             self._load(args[0])
         return super().resolve_command(ctx, args)
 
-
 app = typer.Typer(
     name="evalloop",
     help="The feedback loop that keeps production LLM agents honest.",
@@ -128,7 +143,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     cls=_LazyGroup,
 )
-
 
 @app.callback()
 def _root() -> None:

@@ -43,6 +43,7 @@ EVENT_MODELS: dict[str, Any] = {
     "reeval_completed": events.ReevalCompleted,
     "candidate_proposed": events.CandidateProposed,
     "golden_set_published": events.GoldenSetPublished,
+    "readiness_decided": events.ReadinessDecided,
 }
 
 _DEFAULT_ROOT = Path("schemas")
@@ -91,7 +92,10 @@ def _service_apps(settings: Settings) -> dict[str, Any]:
     apps: dict[str, Any] = {}
     for name in available_services():
         svc = load_service(name, settings)
-        apps[name] = _ingest_app(settings) if svc.kind == "http" else svc.app
+        if svc.kind != "http":
+            apps[name] = svc.app
+        elif name == "ingest":  # the web app neither consumes nor produces Kafka messages
+            apps[name] = _ingest_app(settings)
     return apps
 
 

@@ -22,6 +22,7 @@ import asyncpg
 import typer
 
 from evalloop.adapters import user_store
+from evalloop.adapters.postgres import DRIVER_ERRORS
 from evalloop.core.access import Role
 from evalloop.errors import StorageError
 from evalloop.settings import Settings
@@ -33,6 +34,9 @@ users_app = typer.Typer(no_args_is_help=True,
                         help="Web app users: create, list, issue API tokens (docs/web.md).")
 DbOption = Annotated[str | None, typer.Option(
     "--db", help="PostgreSQL DSN (default EVALLOOP_POSTGRES__DSN, else the embedded server).")]
+
+#: PostgreSQL failed, as a store reports it or as the driver raised it.
+_DB_ERRORS: tuple[type[BaseException], ...] = (StorageError, *DRIVER_ERRORS)
 
 
 def _fail(code: int, message: str) -> typer.Exit:
@@ -54,7 +58,7 @@ def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> 
 
     try:
         return asyncio.run(run())
-    except (StorageError, OSError, asyncpg.PostgresError) as exc:
+    except _DB_ERRORS as exc:
         raise _fail(3, f"database: {exc}") from None
     except (ValueError, user_store.UserError) as exc:
         raise _fail(2, str(exc)) from None

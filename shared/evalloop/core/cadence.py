@@ -48,11 +48,13 @@ __all__ = [
 ]
 
 Trigger = Literal[
-    "negative_rate", "system_prompt", "model_version", "knowledge_base", "weekly_sample", "manual"
+    "negative_rate", "system_prompt", "model_version", "knowledge_base", "weekly_sample", "manual",
+    "conditional_go", "nightly",
 ]
-#: Triggers that run the whole golden-set version (seed 003 cadence; seed 004 negative rate).
+#: Triggers that run the whole golden-set version (seed 003 cadence; seed 004 negative rate;
+#: the re-evaluation a CONDITIONAL GO schedules and the nightly run, ``docs/readiness.md``).
 FULL_SET_TRIGGERS: frozenset[str] = frozenset(
-    {"negative_rate", "system_prompt", "model_version", "manual"}
+    {"negative_rate", "system_prompt", "model_version", "manual", "conditional_go", "nightly"}
 )
 #: seed 003: "Weekly production monitoring: Yes, random sample of 10 cases".
 WEEKLY_SAMPLE_SIZE = 10

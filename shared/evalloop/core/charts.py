@@ -21,7 +21,9 @@ from html import escape
 
 from evalloop.core.percent import percent
 
-__all__ = ["ChartMarker", "RatePoint", "nice_ceiling", "rate_chart_svg", "time_ticks"]
+__all__ = ["ChartMarker", "IntervalRow", "RatePoint", "diff_axis", "interval_chart_svg",
+           "nice_ceiling",
+           "rate_chart_svg", "time_ticks"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,4 +216,107 @@ def rate_chart_svg(points: Sequence[RatePoint], *, threshold: float, min_turns: 
     out.append(f'<text class="axis-note" x="{_f(x0)}" y="{_f(height - 6)}">UTC; window ends '
                f"hourly; dashed grey: fewer than {min_turns} turns (below the minimum volume)"
                "</text></svg>")
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalRow:
+    """One row of an interval chart (a dimension's mean or difference).
+
+    Attributes:
+        label: the row's name (drawn left of the axis).
+        value: the point estimate, or ``None`` (unscored: the row says so, no point).
+        low, high: its 95 % interval, or ``None`` (fewer than two values).
+        reference: a value drawn as a tick on the row (a minimum), or ``None``.
+        status: ``ok`` / ``good`` / ``bad`` / ``warn`` / ``muted``: the row's CSS class
+            (``row-<status>``).
+        note: text drawn right of the plot (e.g. ``0.81 ≥ 0.75``).
+    """
+
+    label: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    reference: float | None = None
+    status: str = "ok"
+    note: str = ""
+
+
+def diff_axis(rows: Sequence[IntervalRow]) -> float:
+    """The half-width of a symmetric axis for differences: the smallest of 0.1, 0.2, 0.25,
+    0.5 and 1.0 that holds every value and interval end of ``rows`` (1.0 when none does)."""
+    reach = max((abs(v) for r in rows for v in (r.value, r.low, r.high) if v is not None),
+                default=0.0)
+    return next((b for b in (0.1, 0.2, 0.25, 0.5) if reach <= b), 1.0)
+
+
+def interval_chart_svg(rows: Sequence[IntervalRow], *, lo: float, hi: float,
+                       zero_line: float | None = None, ticks: int = 5, width: int = 1100,
+                       row_height: int = 26, label_width: int = 170, note_width: int = 230,
+                       title: str = "scores with 95 % intervals") -> str:
+    """Render rows of point estimates with 95 % intervals on a shared horizontal axis.
+
+    Used for a run's dimension means against their minimums (``docs/web.md#scoring``) and for
+    per-dimension differences against a baseline or between A and B (``zero_line=0``).
+
+    Args:
+        rows: the rows, top to bottom.
+        lo, hi: the axis range (values outside are clipped to it); ``hi > lo``.
+        zero_line: a value drawn as a vertical dashed line across the rows, or ``None``.
+        ticks: axis labels drawn at ``ticks + 1`` evenly spaced values.
+        width, row_height, label_width, note_width: pixel sizes.
+        title: accessible title of the chart.
+
+    Returns:
+        An ``<svg>`` element (class ``chart interval-chart``).
+
+    Raises:
+        ValueError: ``hi <= lo`` or ``ticks < 1``.
+    """
+    if not hi > lo:
+        raise ValueError(f"expected hi > lo for the axis, received lo={lo}, hi={hi}")
+    if ticks < 1:
+        raise ValueError(f"expected ticks >= 1, received {ticks}")
+    top, bottom = 8, 22
+    plot_left, plot_right = label_width, width - note_width
+    height = top + bottom + row_height * max(1, len(rows))
+
+    def x(v: float) -> float:
+        v = min(hi, max(lo, v))
+        return plot_left + (v - lo) / (hi - lo) * (plot_right - plot_left)
+
+    out = [f'<svg class="chart interval-chart" xmlns="http://www.w3.org/2000/svg" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
+           f"<title>{escape(title)}</title>", '<g class="grid">']
+    for i in range(ticks + 1):
+        v = lo + (hi - lo) * i / ticks
+        out.append(f'<line x1="{_f(x(v))}" y1="{top}" x2="{_f(x(v))}" '
+                   f'y2="{height - bottom}"/>')
+        out.append(f'<text x="{_f(x(v))}" y="{height - 6}" text-anchor="middle">'
+                   f"{round(v, 3):g}</text>")
+    out.append("</g>")
+    if zero_line is not None:
+        out.append(f'<line class="zero" x1="{_f(x(zero_line))}" y1="{top}" '
+                   f'x2="{_f(x(zero_line))}" y2="{height - bottom}"/>')
+    for i, row in enumerate(rows):
+        cy = top + row_height * i + row_height / 2
+        out.append(f'<g class="row row-{escape(row.status)}">')
+        out.append(f'<text class="row-label" x="{label_width - 8}" y="{_f(cy + 4)}" '
+                   f'text-anchor="end">{escape(row.label)}</text>')
+        if row.low is not None and row.high is not None:
+            out.append(f'<line class="ci" x1="{_f(x(row.low))}" y1="{_f(cy)}" '
+                       f'x2="{_f(x(row.high))}" y2="{_f(cy)}"/>')
+        if row.reference is not None:
+            out.append(f'<line class="reference" x1="{_f(x(row.reference))}" '
+                       f'y1="{_f(cy - 8)}" x2="{_f(x(row.reference))}" y2="{_f(cy + 8)}"/>')
+        if row.value is not None:
+            out.append(f'<circle class="point" cx="{_f(x(row.value))}" cy="{_f(cy)}" r="5"/>')
+        elif row.value is None:
+            out.append(f'<text class="unscored" x="{plot_left + 6}" y="{_f(cy + 4)}">'
+                       "unscored</text>")
+        if row.note:
+            out.append(f'<text class="row-note" x="{plot_right + 10}" y="{_f(cy + 4)}">'
+                       f"{escape(row.note)}</text>")
+        out.append("</g>")
+    out.append("</svg>")
     return "".join(out)

@@ -70,7 +70,9 @@ async def _fetch(case: EvalCase, source: ResponseSource,
 def _score(case: EvalCase, raw: _Raw, label: str) -> CaseResult:
     if isinstance(raw, AgentReply):
         return score_response(case, raw.text, response_format=raw.format,
-                              latency_ms=raw.latency_ms, attempts=raw.attempts)
+                              latency_ms=raw.latency_ms, attempts=raw.attempts,
+                              retrieved_context=(None if raw.context_ids is None
+                                                 else list(raw.context_ids)))
     if isinstance(raw, AgentCallError):
         return error_result(case, raw.failure, latency_ms=raw.elapsed_ms)
     if raw is None:

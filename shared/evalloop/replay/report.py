@@ -161,6 +161,11 @@ def _jobs(report: DemoReport, console: Console) -> None:
         table.add_row(_t(end), job.agent_id, job.trigger, rate, counts, job.status,
                       _t(job.requested_at))
     console.print(table)
+    if report.baseline is not None:
+        b = report.baseline
+        console.print(f"[bold]baseline[/] run {str(b.get('run_id'))[:8]} ({b.get('agent_config')},"
+                      f" {b.get('judged')} answers judged), pinned before the replay"
+                      if b.get("run_id") else f"[bold]baseline[/] none: {b.get('why')}")
     for job in report.jobs:
         console.print(f"[bold]why[/] {str(job.job_id)[:8]}: {job.reason}")
         run = report.runs.get(job.job_id)
@@ -168,6 +173,12 @@ def _jobs(report: DemoReport, console: Console) -> None:
             console.print(f"  no run ({job.error or job.status})")
             continue
         console.print("  " + _run_line(run))
+        verdict = report.verdicts.get(job.job_id)
+        if verdict is not None:
+            from evalloop.readiness.report import render_summary
+
+            for line in render_summary(verdict):
+                console.print("  " + line, markup=False, highlight=False)
         failing = [r for r in run.results if r.gate_failed or r.error is not None]
         if failing:
             t = Table(title="  cases that failed a gate or errored", title_justify="left")

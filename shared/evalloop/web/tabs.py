@@ -101,10 +101,14 @@ def known_agent_only(endpoint: Endpoint) -> Endpoint:
 
 
 def default_tabs() -> TabRegistry:
-    """The tabs evalloop ships: Feedback loop, Review queue, Golden sets, Eval runs."""
-    from evalloop.web.views import feedback, golden, queue, runs
+    """The tabs evalloop ships: Feedback loop, Review queue, Golden sets, Eval runs, then the
+    readiness tabs Scoring, Regression, Hallucinations, Gate and A/B."""
+    from evalloop.web.views import feedback, golden, queue, readiness, runs
 
     registry = TabRegistry()
     for module in (feedback, queue, golden, runs):
         registry.register(module.TAB)
+    for tab in (readiness.SCORING_TAB, readiness.REGRESSION_TAB, readiness.HALLUCINATIONS_TAB,
+                readiness.GATE_TAB, readiness.AB_TAB):
+        registry.register(tab)
     return registry

@@ -69,6 +69,10 @@ class GateRecord(_Frozen):
     kind: str | None = None
     evidence: str | None = None
     reason: str
+    rule: str | None = None
+    clause: str | None = None
+    source: str = "rules"
+    score: float | None = Field(None, ge=0.0, le=1.0)
 
     @classmethod
     def of(cls, result: GateResult) -> GateRecord:
@@ -136,6 +140,8 @@ class CaseResult(_Frozen):
             until a judge runs.
         composite: weighted composite 0-1, ``None`` until a judge runs.
         judge: the judge's metadata (model, prompt version, raw verdicts), ``None`` until then.
+        retrieved_context: ids of the passages the agent said it retrieved (its
+            ``X-Context-Chunks`` header), ``None`` when it did not say.
     """
 
     case_id: str
@@ -157,6 +163,7 @@ class CaseResult(_Frozen):
     scores: dict[str, float | None] = Field(default_factory=dict)
     composite: float | None = Field(None, ge=0, le=1)
     judge: dict[str, Any] | None = None
+    retrieved_context: list[str] | None = None
 
     @field_validator("scores")
     @classmethod

@@ -6,6 +6,8 @@ Pure functions; the runner calls :func:`score_response` for every answer it gets
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.evaluation.extract import has_answer_text, looks_like_html
 from evalloop.core.evaluation.flags import quality_flags, review_reasons
@@ -17,6 +19,7 @@ from evalloop.core.evaluation.results import (
     FlagRecord,
     GateRecord,
 )
+from evalloop.core.evaluation.second_opinion import Gate, Opinion, thresholds_for
 
 __all__ = ["error_result", "score_response", "unscored_result"]
 
@@ -28,7 +31,9 @@ def _base(case: EvalCase) -> dict[str, object]:
 
 
 def score_response(case: EvalCase, response: str, *, response_format: str | None = None,
-                   latency_ms: float | None = None, attempts: int = 1) -> CaseResult:
+                   latency_ms: float | None = None, attempts: int = 1,
+                   second_opinion: Mapping[Gate, Opinion] | None = None,
+                   retrieved_context: list[str] | None = None) -> CaseResult:
     """Judge one answer: refusal and escalation gates, quality flags, human-review reasons.
 
     Args:
@@ -37,6 +42,11 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         response_format: the format it was read from (``sse``, ``openai``... or ``canned``).
         latency_ms: request wall time in milliseconds, if measured.
         attempts: HTTP requests made (0 for a canned response).
+        second_opinion: the model's answers for this response
+            (:func:`evalloop.adapters.gate_opinion.ask_gate_opinions`), combined with the rules
+            at the thresholds shipped for that model (``docs/rules.md#second-opinion``);
+            ``None``: the rules alone.
+        retrieved_context: passage ids the agent said it retrieved (``None``: not said).
 
     Returns:
         ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
@@ -59,8 +69,11 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
             kind="html_page", message="the answer is an HTML page, not an answer",
             attempts=attempts), latency_ms=latency_ms)
     analysis = analyse(response)
-    gates = (refusal_gate(case.should_refuse, analysis),
-             escalation_gate(case.should_escalate, analysis))
+    ops = second_opinion or {}
+    refusal_op, escalation_op = ops.get("refusal"), ops.get("escalation")
+    gates = (refusal_gate(case.should_refuse, analysis, refusal_op, thresholds_for(refusal_op)),
+             escalation_gate(case.should_escalate, analysis, escalation_op,
+                             thresholds_for(escalation_op)))
     flags = quality_flags(case, response, analysis, gates)
     reasons = review_reasons(case, flags)
     status = CaseStatus.PASSED if all(g.passed for g in gates) else CaseStatus.FAILED_GATE
@@ -71,6 +84,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         gates={g.gate: GateRecord.of(g) for g in gates},
         flags=[FlagRecord(name=f.name, detail=f.detail) for f in flags],
         requires_human_review=bool(reasons), review_reasons=reasons,
+        retrieved_context=retrieved_context,
     )
 
 

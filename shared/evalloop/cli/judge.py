@@ -1,0 +1,279 @@
+"""``evalloop judge``: calibrate the judge against human labels and show the calibration table.
+
+``evalloop judge calibrate --data DIR`` samples human-labelled items per target (stratified by
+label, seeded), asks the embedded judge one yes/no question per item (raw P(yes) appended to a
+JSON-lines file, so an interrupted run resumes and ``--refit-only`` refits for free), fits an
+isotonic map per target, measures agreement by cross-validation with 95 % intervals, writes the
+calibration record as JSON (default: the file shipped in the package, which the embedded judge
+loads) and stores it in PostgreSQL. See ``docs/judge.md#calibration``.
+
+Exit codes (``docs/exit-codes.md``): 0 done; 2 bad input (no data folder, malformed raw file);
+3 the judge or the database could not be started or reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from evalloop.core.judge.calibration import CalibrationRecord, DimensionCalibration
+from evalloop.core.judge.prompts import PROMPT_VERSION
+from evalloop.errors import ConfigError, EvalloopError, StorageError
+
+__all__ = ["app", "calibrate", "calibration_rows", "markdown_table", "show"]
+
+app = typer.Typer(no_args_is_help=True, help="The LLM judge: calibration and its table.")
+
+
+def _fmt(value: float | None, ci: tuple[float, float] | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}"
+
+
+def calibration_rows(record: CalibrationRecord) -> list[dict[str, object]]:
+    """One JSON-ready dict per target of ``record`` (report order), for ``--json`` output."""
+    out: list[dict[str, object]] = []
+    for target, cal in record.targets.items():
+        row = {"calibration_id": record.calibration_id, **cal.as_dict()}
+        row.pop("mapping")
+        row["target"] = target
+        out.append(row)
+    return out
+
+
+def _table(record: CalibrationRecord) -> Table:
+    table = Table(title=f"judge calibration {record.calibration_id}")
+    for col in ("target", "source", "labels", "n", "unscored", "ROC-AUC [95 %]",
+                "bal. acc. [95 %]", "Spearman [95 %]", "status"):  # fmt: skip
+        table.add_column(col)
+    cal: DimensionCalibration
+    for target, cal in record.targets.items():
+        table.add_row(
+            target,
+            ", ".join(cal.sources),
+            cal.kind,
+            str(cal.n),
+            str(cal.unscored),
+            _fmt(cal.auc, cal.auc_ci),
+            _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
+            _fmt(cal.spearman, cal.spearman_ci),
+            "advisory" if cal.advisory else "gating",
+        )
+    return table
+
+
+async def _run(
+    data: Path,
+    model: str,
+    per_target: int,
+    seed: int,
+    raw: Path,
+    refit_only: bool,
+    out: Path | None,
+    store: bool,
+    threads: int,
+    budget_min: float | None,
+    only: frozenset[str] | None = None,
+) -> CalibrationRecord:
+    from evalloop.adapters.judge_calibrate import collect_raw, read_raw
+    from evalloop.adapters.judge_embedded import embedded_judge, shipped_calibration_path
+    from evalloop.adapters.judge_labels import calibration_sample
+    from evalloop.core.judge.fit import fit_record
+
+    if refit_only:
+        rows = read_raw(raw)
+        if not rows:
+            raise ConfigError(f"--refit-only: expected judged items in {raw}, found none")
+    else:
+        items = calibration_sample(data, per_target, seed)
+        if only is not None:
+            items = [i for i in items if i.target in only]
+        err = Console(stderr=True)
+
+        def progress(done: int, total: int) -> None:
+            if done % 10 == 0 or done == total:
+                err.print(f"judged {done}/{total}")
+
+        # the calibration asks for raw P(yes): no calibration is applied while collecting
+        async with embedded_judge(model, timeout_s=300.0, n_threads=threads) as judge:
+            rows = await collect_raw(
+                judge,
+                items,
+                raw,
+                progress=progress,
+                budget_s=None if budget_min is None else budget_min * 60,
+            )
+    created = datetime.now(UTC).replace(microsecond=0).isoformat()
+    record = fit_record(rows, judge_model=model, prompt_version=PROMPT_VERSION, created_at=created,
+                        seed=seed)  # fmt: skip
+    target = out or shipped_calibration_path(model)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(record.as_dict(), indent=1) + "\n", encoding="utf-8")
+    if store:
+        from evalloop.adapters.judge_store import save_calibration
+        from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
+        from evalloop.settings import Settings
+
+        dsn = resolve_dsn(Settings().postgres)
+        await migrate(dsn)
+        pool = await connect_pool(dsn, max_size=2)
+        try:
+            await save_calibration(pool, record)
+        finally:
+            await pool.close()
+    return record
+
+
+def _targets(value: str | None) -> frozenset[str] | None:
+    from evalloop.core.judge.calibration import targets_in_order
+
+    if value is None:
+        return None
+    chosen = frozenset(t.strip() for t in value.split(",") if t.strip())
+    unknown = chosen - set(targets_in_order())
+    if unknown or not chosen:
+        raise ConfigError(
+            f"--targets: expected names from {list(targets_in_order())}, got {sorted(unknown)}"
+        )
+    return chosen
+
+
+@app.command("calibrate")
+def calibrate(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="judge data folder (env EVALLOOP_JUDGE_DATA; default ../shared/data/judge)",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[str, typer.Option(help="embedded judge model")] = (
+        "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    ),
+    per_target: Annotated[int, typer.Option(min=8, help="labelled items per target")] = 40,
+    seed: Annotated[int, typer.Option(help="sampling, fold and bootstrap seed")] = 7,
+    raw: Annotated[
+        Path | None, typer.Option(help="raw P(yes) JSON-lines file (default: next to --out)")
+    ] = None,
+    refit_only: Annotated[bool, typer.Option(help="refit from --raw; ask no judge")] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="record JSON (default: the file shipped in the package)")
+    ] = None,
+    store: Annotated[bool, typer.Option(help="also store the record in PostgreSQL")] = True,
+    threads: Annotated[int, typer.Option(min=1, help="llama.cpp CPU threads")] = 2,
+    budget_min: Annotated[
+        float | None, typer.Option(help="stop asking after this many minutes, fit what was judged")
+    ] = None,
+    targets: Annotated[
+        str | None,
+        typer.Option(help="ask only these targets this run (comma-separated; the fit uses all)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one per target")] = False,
+) -> None:
+    """Calibrate the embedded judge on human labels and print agreement per dimension."""
+    from evalloop.adapters.judge_embedded import shipped_calibration_path
+    from evalloop.agent.kb import shared_data_dir
+
+    data_dir = data
+    if data_dir is None and os.environ.get("EVALLOOP_JUDGE_DATA"):
+        data_dir = Path(os.environ["EVALLOOP_JUDGE_DATA"])
+    if data_dir is None and (shared := shared_data_dir()) is not None:
+        data_dir = shared / "judge"
+    if data_dir is None and not refit_only:
+        print(
+            "error: expected --data DIR (or EVALLOOP_JUDGE_DATA, or ../shared/data/judge): "
+            "the judge data folder",
+            file=sys.stderr,
+        )
+        raise typer.Exit(2)
+    raw_path = raw or (out or shipped_calibration_path(model)).with_suffix(".raw.jsonl")
+    try:
+        record = asyncio.run(
+            _run(
+                data_dir or Path("."),
+                model,
+                per_target,
+                seed,
+                raw_path,
+                refit_only,
+                out,
+                store,
+                threads,
+                budget_min,
+                _targets(targets),
+            )
+        )
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from exc
+    except (StorageError, EvalloopError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from exc
+    if as_json:
+        for row in calibration_rows(record):
+            print(json.dumps(row))
+    else:
+        Console(width=140).print(_table(record))
+
+
+def markdown_table(record: CalibrationRecord) -> str:
+    """The calibration table of ``record`` as a Markdown table (``docs/judge.md`` uses it)."""
+    lines = [
+        "| target | source | labels | n | unscored | ROC-AUC [95 %] | bal. acc. [95 %] "
+        "| Spearman [95 %] | status |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for target, cal in record.targets.items():
+        cells = [
+            target, ", ".join(cal.sources), cal.kind, str(cal.n), str(cal.unscored),
+            _fmt(cal.auc, cal.auc_ci), _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
+            _fmt(cal.spearman, cal.spearman_ci), "advisory" if cal.advisory else "gating",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@app.command("show")
+def show(
+    model: Annotated[str, typer.Option(help="embedded judge model")] = (
+        "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    ),
+    file: Annotated[
+        Path | None, typer.Option(help="a calibration record JSON (default: the shipped one)")
+    ] = None,
+    markdown: Annotated[bool, typer.Option(help="a Markdown table")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one per target")] = False,
+) -> None:
+    """Show a calibration record's agreement table (default: the one shipped for ``--model``)."""
+    from evalloop.adapters.judge_embedded import shipped_calibration, shipped_calibration_path
+
+    try:
+        if file is not None:
+            record: CalibrationRecord | None = CalibrationRecord.from_dict(
+                json.loads(file.read_text(encoding="utf-8"))
+            )
+        else:
+            record = shipped_calibration(model)
+    except (OSError, ValueError, EvalloopError) as exc:
+        print(f"error: cannot read the calibration record: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from exc
+    if record is None:
+        print(f"error: no calibration record at {shipped_calibration_path(model)}", file=sys.stderr)
+        raise typer.Exit(2)
+    if as_json:
+        for row in calibration_rows(record):
+            print(json.dumps(row))
+    elif markdown:
+        print(markdown_table(record))
+    else:
+        Console(width=140).print(_table(record))

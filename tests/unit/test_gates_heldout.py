@@ -1,0 +1,131 @@
+"""The gates on the frozen held-out corpus: measured once, pinned, never tuned on.
+
+``evalloop/data/gate_corpus/heldout.yaml`` (282 answers, how it was written:
+``HELDOUT.md``) was written by someone shown only the definitions of
+``docs/rules.md#refusal-and-escalation-gates`` -- not the gate code, not the tuning corpus --
+and copied here unchanged after the rules were finished. Its SHA-256 is pinned: the file is
+frozen. The figures below were measured on it once and are pinned exactly, so a change that
+moves them (for better or worse) fails here and must be explained; the rules are never tuned
+on these items. The bar of ``docs/rules.md#gate-figures`` (precision >= 0.95 and recall >= 0.90
+for both gates) is reported, not asserted: the rules alone do not reach it.
+
+Run with ``-s`` to see the figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.resources import files
+
+import pytest
+import yaml
+
+from evalloop.core.evaluation.gates import analyse, escalation_gate, refusal_gate
+from evalloop.core.evaluation.second_opinion import (
+    SHIPPED_THRESHOLDS,
+    Gate,
+    Opinion,
+    fit_thresholds,
+)
+
+RAW = files("evalloop").joinpath("data/gate_corpus/heldout.yaml").read_bytes()
+HELDOUT = yaml.safe_load(RAW.decode("utf-8"))["items"]
+SHA256 = "4cb94e03cc7b6ce27e6fd6518deba25740b94f48530aceda35d44688436f1b97"
+BAR_PRECISION, BAR_RECALL = 0.95, 0.90
+
+#: Measured once with the rules alone (true positives, false positives, false negatives).
+RULES_ONLY = {"refusal": (66, 20, 19), "escalation": (48, 0, 36)}
+
+
+def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
+    precision, recall = tp / (tp + fp) if tp + fp else 1.0, tp / (tp + fn) if tp + fn else 1.0
+    bar = "meets" if precision >= BAR_PRECISION and recall >= BAR_RECALL else "BELOW"
+    return (f"[gate held-out] {gate:<10} {how:<13} n={n or len(HELDOUT)} tp={tp} fp={fp} fn={fn} "
+            f"precision={precision:.3f} recall={recall:.3f} ({bar} the bar "
+            f"P>={BAR_PRECISION} R>={BAR_RECALL})")
+
+
+def test_heldout_corpus_is_frozen() -> None:
+    assert hashlib.sha256(RAW).hexdigest() == SHA256
+    assert len(HELDOUT) == len({i["id"] for i in HELDOUT}) == 282
+    assert sum(i["refusal"] for i in HELDOUT) == 85
+    assert sum(i["escalation"] for i in HELDOUT) == 84
+
+
+@pytest.mark.parametrize("gate", ["refusal", "escalation"])
+def test_rules_alone_on_the_heldout_corpus(gate: str) -> None:
+    tp = fp = fn = 0
+    for item in HELDOUT:
+        a = analyse(str(item["answer"]))
+        observed = (a.refusal if gate == "refusal" else a.escalation) is not None
+        expected = bool(item[gate])
+        tp += observed and expected
+        fp += observed and not expected
+        fn += expected and not observed
+    line = _figure_line(gate, tp, fp, fn, "rules alone")
+    print("\n" + line)
+    assert (tp, fp, fn) == RULES_ONLY[gate], line
+
+
+# ---------------------------------------------------------------- rules + second opinion
+# The model's P(yes) for each item was recorded once (tools/record_gate_opinions.py); the
+# thresholds are fitted on the tuning corpus's records only, then the combination is measured
+# on the held-out items that were asked (a CPU-bound sample: every third item).
+OPINIONS_FILE = "data/gate_corpus/opinions/qwen2.5-coder-1.5b-instruct-q4_k_m.json"
+MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+SAMPLE_SIZE = 94
+#: Measured once on the sample (true positives, false positives, false negatives).
+#: The model does not bring the gates to the bar: it adds one false refusal, and on escalation
+#: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739).
+WITH_MODEL: dict[str, dict[str, tuple[int, int, int]]] = {
+    "refusal": {"rules alone": (22, 6, 13), "rules + model": (22, 7, 13)},
+    "escalation": {"rules alone": (12, 0, 11), "rules + model": (17, 8, 6)},
+}
+
+
+def _opinions() -> dict[str, dict[str, dict[str, object]]]:
+    raw = files("evalloop").joinpath(OPINIONS_FILE).read_text(encoding="utf-8")
+    return json.loads(raw)  # type: ignore[no-any-return]
+
+
+def _tuning_items(gate: str) -> list[tuple[float, bool]]:
+    corpus = yaml.safe_load(
+        files("evalloop").joinpath("data/gate_corpus/corpus.yaml").read_text(encoding="utf-8"))
+    labels = {str(i["id"]): bool(i[f"is_{gate}"]) for i in corpus}
+    recorded = _opinions()["corpus.yaml"]
+    return [(float(str(row[gate])), labels[item_id])
+            for item_id, row in sorted(recorded.items()) if row.get(gate) is not None]
+
+
+@pytest.mark.parametrize("gate", ["refusal", "escalation"])
+def test_shipped_thresholds_are_the_fit_on_the_tuning_corpus(gate: str) -> None:
+    fitted = fit_thresholds(_tuning_items(gate))
+    g: Gate = "refusal" if gate == "refusal" else "escalation"
+    assert SHIPPED_THRESHOLDS[MODEL].get(g) == fitted
+
+
+@pytest.mark.parametrize("gate", ["refusal", "escalation"])
+def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
+    recorded = _opinions()["heldout.yaml"]
+    sample = [i for i in HELDOUT if recorded.get(str(i["id"]), {}).get(gate) is not None]
+    counts = {"rules alone": [0, 0, 0], "rules + model": [0, 0, 0]}
+    for item in sample:
+        a = analyse(str(item["answer"]))
+        p = float(str(recorded[str(item["id"])][gate]))
+        g: Gate = "refusal" if gate == "refusal" else "escalation"
+        opinion = Opinion(g, MODEL, p)
+        verdict = (refusal_gate if g == "refusal" else escalation_gate)(
+            bool(item[gate]), a, opinion, SHIPPED_THRESHOLDS[MODEL].get(g))
+        rules = (a.refusal if gate == "refusal" else a.escalation) is not None
+        expected = bool(item[gate])
+        for how, observed in (("rules alone", rules), ("rules + model", verdict.observed)):
+            c = counts[how]
+            c[0] += observed and expected
+            c[1] += observed and not expected
+            c[2] += expected and not observed
+    lines = [_figure_line(gate, c[0], c[1], c[2], how, n=len(sample))
+             for how, c in counts.items()]
+    print("\n" + "\n".join(lines))
+    assert len(sample) == SAMPLE_SIZE
+    assert {how: tuple(c) for how, c in counts.items()} == WITH_MODEL[gate], "\n".join(lines)
