@@ -4,10 +4,12 @@ Order of checks for ``POST /v1/events`` (the body is not read before the first t
 
 0. headers above ``ingest.max_header_bytes`` -> ``431 headers_too_large`` (the HTTP server's
    parser bounds only a head that arrives in pieces);
-1. too many failed attempts from this client address -> ``429 too_many_failed_attempts``
-   (``ingest.auth_failure_limit``, moving window), so keys cannot be guessed at speed;
-2. the key: ``Authorization: Bearer <token>`` (or ``X-API-Key: <token>``). Missing, malformed,
+1. the key: ``Authorization: Bearer <token>`` (or ``X-API-Key: <token>``). Missing, malformed,
    unknown or revoked -> ``401`` with ``WWW-Authenticate: Bearer``;
+2. once a client address has sent more than ``ingest.auth_failure_limit`` such requests
+   (moving window), its requests without a valid key get ``429 too_many_failed_attempts``
+   instead, so keys cannot be guessed at speed; a request carrying a valid key is never
+   refused by this limit (a proxy or NAT shared with a guesser keeps working);
 3. the key's rate (its own ``rate_limit`` or ``ingest.rate_limit``; ``limits`` moving window,
    one request = one hit) -> ``429 rate_limited`` with ``Retry-After`` seconds;
 4. after parsing: every record's ``agent_id`` must be in the key's allowlist, else
@@ -126,35 +128,38 @@ class IngestGuard:
                          f"expected request headers of at most {self.settings.max_header_bytes} "
                          f"bytes, received {head} bytes")
         client = request.client.host if request.client else "unknown"
-        if not await self._limiter.test(self._failure_rate, "auth-failure", client):
-            wait = await self._retry_after(self._failure_rate, "auth-failure", client)
-            return _deny(
-                429, "too_many_failed_attempts",
-                f"more than {self.settings.auth_failure_limit} requests without a valid API "
-                f"key from {client}; wait {wait} s", headers={"Retry-After": wait},
-            )
+        locked = not await self._limiter.test(self._failure_rate, "auth-failure", client)
         token = _presented_token(request)
+        refusal: str | None = None
         if token is None:
-            return await self._failed(
-                client, "expected an API key in 'Authorization: Bearer <token>' or "
-                "'X-API-Key: <token>', received none")
-        if token == "":
-            return await self._failed(
-                client, "expected 'Authorization: Bearer <token>', received another scheme")
-        if len(token) > MAX_TOKEN_CHARS:
-            return await self._failed(
-                client, f"expected an API key of at most {MAX_TOKEN_CHARS} characters, "
-                f"received {len(token)}")
-        try:
-            key = await self._lookup(token)
-        except StorageError:
-            return _deny(503, "key_store_unavailable",
-                         "the API key store (PostgreSQL) cannot be reached; send again later",
-                         headers={"Retry-After": "5"})
-        if key is None:
-            return await self._failed(client, "unknown API key")
-        if key.revoked:
-            return await self._failed(client, f"API key {key.key_id} was revoked")
+            refusal = ("expected an API key in 'Authorization: Bearer <token>' or "
+                       "'X-API-Key: <token>', received none")
+        elif token == "":
+            refusal = "expected 'Authorization: Bearer <token>', received another scheme"
+        elif len(token) > MAX_TOKEN_CHARS:
+            refusal = (f"expected an API key of at most {MAX_TOKEN_CHARS} characters, "
+                       f"received {len(token)}")
+        key: ApiKey | None = None
+        if refusal is None and token is not None:
+            try:
+                key = await self._lookup(token)
+            except StorageError:
+                return _deny(503, "key_store_unavailable",
+                             "the API key store (PostgreSQL) cannot be reached; send again later",
+                             headers={"Retry-After": "5"})
+            if key is None:
+                refusal = "unknown API key"
+            elif key.revoked:
+                refusal = f"API key {key.key_id} was revoked"
+        if refusal is not None or key is None:
+            if locked:  # a valid key is never refused here: the limit is on requests without
+                wait = await self._retry_after(self._failure_rate, "auth-failure", client)
+                return _deny(
+                    429, "too_many_failed_attempts",
+                    f"more than {self.settings.auth_failure_limit} requests without a valid API "
+                    f"key from {client}; wait {wait} s", headers={"Retry-After": wait},
+                )
+            return await self._failed(client, refusal or "unknown API key")
         rate = self._rate_for(key)
         if not await self._limiter.hit(rate, "key", key.key_id):
             wait = await self._retry_after(rate, "key", key.key_id)

@@ -520,14 +520,15 @@ async def _triage_view(
     rows = await pool.fetch(
         "SELECT agent_id, cluster_id, label, terms, size, covered_by_golden FROM clusters"
         " WHERE size > 0 ORDER BY size DESC, agent_id, cluster_id LIMIT $1", clusters)
+    from evalloop.adapters.triage_store import cluster_examples
+
     out = []
+    examples: dict[str, dict[str, list[str]]] = {}
     for r in rows:
-        examples = await pool.fetch(
-            "SELECT question FROM triage_cases WHERE agent_id = $1 AND cluster_id = $2"
-            " AND question IS NOT NULL ORDER BY confidence DESC, occurred_at DESC, case_id"
-            " LIMIT 2", r["agent_id"], r["cluster_id"])
+        if r["agent_id"] not in examples:  # two different questions per cluster
+            examples[r["agent_id"]] = await cluster_examples(pool, r["agent_id"], 2)
         out.append({**dict(r), "label": r["label"] or ", ".join(r["terms"][:4]),
-                    "examples": [e["question"] for e in examples]})
+                    "examples": examples[r["agent_id"]].get(r["cluster_id"], [])})
     cands = await pool.fetch(
         "SELECT agent_id, cluster_id, cluster_label, question, answer_given, expected_answer,"
         " confidence, cardinality(evidence_event_ids) AS evidence FROM review_queue"

@@ -14,7 +14,8 @@ Routes (``POST``):
     ``/slowcount``       sleep 50 ms, tracking the maximum number of requests in flight.
     ``/empty/{kind}``    200 with no answer text: ``body`` (empty), ``json`` (``{"response":
                          ""}``), ``openai-tools`` / ``sse-tools`` (tool calls only, as JSON or as
-                         an OpenAI stream), ``anthropic-sse-tools`` (a tool_use stream).
+                         an OpenAI stream), ``anthropic-sse-tools`` (a tool_use stream),
+                         ``zwsp`` / ``dots`` (a JSON response of two zero-width spaces / "...").
     ``/refusal/{fmt}``   an OpenAI decline through ``refusal`` (content null): ``openai`` JSON
                          or ``sse`` (``delta.refusal``).
     ``/choices/{n}``     an OpenAI stream of ``n`` interleaved choices; choice 0 is the answer.
@@ -141,6 +142,8 @@ EMPTY = {
         {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, **_TOOL_CALL}]}}]},
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]),
     "anthropic-sse-tools": _anthropic_tool_stream,
+    "zwsp": lambda: JSONResponse({"response": "\u200b\u200b"}),
+    "dots": lambda: JSONResponse({"response": "..."}),
 }
 #: An OpenAI decline through ``refusal`` with ``content: null``, as JSON and as a stream.
 REFUSALS = {

@@ -28,7 +28,12 @@ from evalloop.adapters.golden_store import (
 )
 from evalloop.cli.eval_cmd import bundled_evals
 from evalloop.cli.main import app
-from evalloop.core.evaluation.cases import EvalSet, load_eval_file, parse_eval_document
+from evalloop.core.evaluation.cases import (
+    EvalSet,
+    dump_golden_json,
+    load_eval_file,
+    parse_eval_document,
+)
 from evalloop.errors import ConfigError, GoldenSetError
 from evalloop.evaluation.runner import load_responses_file, run_eval
 
@@ -203,6 +208,40 @@ async def test_golden_cli_import_list_export_roundtrip(db_dsn: str, pool: asyncp
     code, _, err = await asyncio.to_thread(_cli, "golden", "export", "--agent", "hr-qa-agent",
                                            "--version", "9", "--db", db_dsn)
     assert code == 2 and "has no version 9 (latest is 2)" in " ".join(err.split())
+
+
+def _piped(*args: str) -> tuple[int, str, str]:
+    """As ``| cat`` sees it: no terminal and no ``COLUMNS``."""
+    result = runner.invoke(app, list(args), env={"COLUMNS": None})
+    return result.exit_code, result.stdout, result.stderr
+
+
+async def test_golden_cli_jsonl_piped_tables_and_clear_errors(db_dsn: str, pool: asyncpg.Pool
+                                                              ) -> None:
+    await import_golden_set(pool, HR, agent_id="hr-qa-agent")
+    code, out, err = await asyncio.to_thread(
+        _piped, "golden", "export", "--agent", "hr-qa-agent", "--format", "jsonl", "--db", db_dsn)
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    golden = json.loads(dump_golden_json(HR.cases, set_id="hr-qa-agent-evals",
+                                         agent="hr-qa-agent", version=1))
+    assert lines == golden["cases"] and len(lines) == 36
+    assert lines[0]["id"] == "r001"
+    code, out, err = await asyncio.to_thread(_piped, "golden", "list", "--db", db_dsn)
+    row = next(line for line in out.splitlines() if "hr-qa-agent-evals" in line)
+    # one row, nothing folded into 80 columns
+    assert [cell.strip() for cell in row.strip("│ ").split("│")][:4] == [
+        "hr-qa-agent", "hr-qa-agent-evals", "1", "36"]
+    assert await asyncio.to_thread(
+        _piped, "golden", "export", "--agent", "hr-qa-agent", "--format", "csv", "--db", db_dsn
+    ) == (2, "", "error: --format: expected json, yaml or jsonl, received 'csv'\n")
+    assert await asyncio.to_thread(
+        _piped, "golden", "care", "--agent", "nobody", "--db", db_dsn
+    ) == (2, "", "error: no golden set for agent 'nobody' (see `evalloop golden list`)\n")
+    code, _, err = await asyncio.to_thread(_piped, "golden", "list", "--db", "not a dsn")
+    assert code in (2, 3) and err.count("\n") == 1
+    assert err.startswith("error: ") and "invalid DSN" in err
+    assert "ClientConfigurationError" not in err
 
 
 async def test_eval_run_against_a_stored_golden_set_is_stored_and_pinned(

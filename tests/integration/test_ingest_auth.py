@@ -186,11 +186,27 @@ async def test_guessing_keys_is_throttled_per_client(pool: asyncpg.Pool) -> None
                                  headers=bearer(new_token().token))).status_code
                    for _ in range(7)]
         real = await c.post("/v1/events", json=event(1), headers=bearer(token.token))
+        after = await c.post("/v1/events", json=event(2), headers=bearer("evl_bad"))
     assert guesses == [401] * 5 + [429] * 2
-    # the same client address is throttled even with a valid key until the window moves
-    assert real.status_code == 429
-    assert real.json()["error"] == "too_many_failed_attempts"
-    assert 55 <= int(real.headers["retry-after"]) <= 60
+    # the limit is on requests WITHOUT a valid key: a valid key from the same address passes
+    assert real.status_code == 202
+    assert after.status_code == 429
+    assert after.json()["error"] == "too_many_failed_attempts"
+    assert after.json()["message"].startswith(
+        "more than 5/minute requests without a valid API key from 127.0.0.1; wait ")
+    assert 55 <= int(after.headers["retry-after"]) <= 60
+
+
+async def test_forty_bad_keys_do_not_lock_out_a_valid_key(pool: asyncpg.Pool) -> None:
+    """A proxy or NAT shared with a guesser keeps working: with the default limit
+    (20/minute), 40 bad keys then a valid key from the same address -> 202."""
+    token, _ = await create_key(pool, "frontend", agent_ids=None)
+    async with ingest(pool, ingest_settings(auth_failure_limit="20/minute")) as c:
+        bad = [(await c.post("/v1/events", json={},
+                             headers=bearer(f"evl_bad{i}"))).status_code for i in range(1, 41)]
+        good = await c.post("/v1/events", json=event(3), headers=bearer(token.token))
+    assert bad == [401] * 20 + [429] * 20
+    assert (good.status_code, good.json()) == (202, {"accepted": [EID.format(3)]})
 
 
 async def test_healthz_needs_no_key(pool: asyncpg.Pool) -> None:

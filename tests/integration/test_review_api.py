@@ -187,6 +187,7 @@ async def test_edit_then_confirm_keeps_the_edits(
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["items"][0]["status"] == "edited"
+    assert out["version"]["source"] == "review: bob edited and confirmed 1 candidate"
     [case] = await load_golden_cases(pool, UUID(out["version"]["version_id"]))
     assert (case.input, case.expected_answer, case.difficulty, case.tags, case.category,
             case.should_escalate, case.created_by) == (
@@ -469,7 +470,7 @@ async def test_queue_cli_show_edit_reject_skip_and_exit_codes(
             event.case_count, event.diff, event.created_by, event.reason) == (
         AGENT, "hr-agent-golden", 1, None, 1,
         {"added": [case_id], "removed": [], "changed": []}, "carol",
-        "review: carol confirmed 1 candidate")
+        "review: carol edited and confirmed 1 candidate")
     assert str(event.version_id) == doc["version"]["version_id"]
     assert await publish_pending(pool, bus, TOPIC) == []
     assert len(bus.messages(TOPIC)) == 1
@@ -489,6 +490,49 @@ async def test_queue_cli_show_edit_reject_skip_and_exit_codes(
     [rem] = [json.loads(line) for line in out.splitlines()]
     assert (rem["agent_id"], rem["golden_set_id"], rem["overdue"], rem["days_left"]) == (
         AGENT, "hr-agent-golden", False, 29)
+
+
+def _cli_piped(*args: str) -> tuple[int, str, str]:
+    """As a pipe sees it: no terminal and no ``COLUMNS``."""
+    from typer.testing import CliRunner
+
+    from evalloop.cli.main import app
+
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": None})
+    return result.exit_code, result.stdout, result.stderr
+
+
+async def test_queue_cli_errors_are_one_line_and_edits_are_bounded(
+        pool: asyncpg.Pool, db_dsn: str) -> None:
+    ids = await _seed(pool)
+    code, _, err = await asyncio.to_thread(_cli_piped, "queue", "show", "5cb23fd",
+                                           "--db", db_dsn)
+    assert (code, err) == (2, "error: ID: expected a candidate id or a unique prefix of at "
+                              "least 8 hex characters, received '5cb23fd', which matches no "
+                              "candidate\n")
+    code, _, err = await asyncio.to_thread(
+        _cli_piped, "queue", "show", "12345678", "--db", "postgresql://u:p@127.0.0.1:1/x")
+    assert code == 3 and err.count("\n") == 1
+    assert err.startswith("error: database unavailable: connecting to PostgreSQL at "
+                          "postgresql://u:***@127.0.0.1:1/x failed: ")
+    cid = str(ids["carry"])
+    code, _, err = await asyncio.to_thread(
+        _cli_piped, "queue", "edit", cid, "--expected-answer", "   ", "--db", db_dsn)
+    assert (code, err) == (2, "error: edits.expected_answer: expected a non-blank string, or "
+                              "null to clear it, received '   '\n")
+    code, _, err = await asyncio.to_thread(
+        _cli_piped, "queue", "edit", cid, "--question", "q" * 30000, "--db", db_dsn)
+    assert (code, err) == (2, "error: edits.question: expected at most 20000 characters, "
+                              "received 30000 characters\n")
+    code, _, err = await asyncio.to_thread(
+        _cli_piped, "queue", "confirm", cid, "--reviewer", "", "--db", db_dsn)
+    assert (code, err) == (2, "error: --reviewer: expected a reviewer name, received ''\n")
+    code, _, err = await asyncio.to_thread(
+        _cli_piped, "keys", "create", "--name", "", "--agent", "hr-agent")
+    assert (code, err) == (2, "error: --name: expected a key name of 1-128 characters (not "
+                              "blank), received ''\n")
+    assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 0
+    assert [r["action"] for r in await _audit(pool)] == []
 
 
 async def test_triage_service_announces_versions_reviewers_made(

@@ -57,6 +57,8 @@ async def _one(url: str, case: EvalCase = ROUTINE, **kw: object):  # type: ignor
         ("openai-tools", "OpenAI completion message with tool calls only"),
         ("sse-tools", "event stream carried no answer text (tool calls only)"),
         ("anthropic-sse-tools", "event stream carried no answer text (tool calls only)"),
+        ("zwsp", "JSON 'response' carried no letter or digit: '\\u200b\\u200b'"),
+        ("dots", "JSON 'response' carried no letter or digit: '...'"),
     ],
 )
 async def test_no_text_in_any_format_is_the_same_failed_case(agent: FakeAgent, kind: str,
@@ -93,6 +95,21 @@ async def test_canned_responses_without_text_agree_with_live_ones(tmp_path: Path
         "the answer is empty (canned format)", "JSON 'response' carried no answer text",
         "OpenAI completion message with tool calls only", "the answer is empty (canned format)"]
     assert (run.summary.passed, run.summary.gate_failed) == (0, True)
+
+
+async def test_canned_replies_without_a_letter_or_digit_are_no_text(tmp_path: Path) -> None:
+    path = tmp_path / "responses.json"
+    path.write_text(json.dumps({"r001": "\u200b\u200b", "r002": "...", "r003": "\u2014",
+                                "r004": "\U0001f44d", "r005": "14"}))
+    run = await run_eval(HR.cases[:5], load_responses_file([path]))
+    assert [(r.status, r.error.kind if r.error else None) for r in run.results] == [
+        (CaseStatus.AGENT_ERROR, "no_text")] * 4 + [(run.results[4].status, None)]
+    assert run.results[4].status != CaseStatus.AGENT_ERROR
+    assert [r.error.message for r in run.results if r.error] == [
+        "the answer has no letter or digit: '\\u200b\\u200b' (canned format)",
+        "the answer has no letter or digit: '...' (canned format)",
+        "the answer has no letter or digit: '\\u2014' (canned format)",
+        "the answer has no letter or digit: '\\U0001f44d' (canned format)"]
 
 
 # --------------------------------------------------------------------------- 2. refusal field

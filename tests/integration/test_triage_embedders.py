@@ -117,3 +117,25 @@ def test_factory_and_normalise_errors() -> None:
     assert (e.name, e.dimension) == ("openai:m", 8)
     with pytest.raises(EmbeddingError, match="2-d array"):
         normalise(np.zeros(3))
+
+
+def test_loading_the_model_prints_no_progress_bar() -> None:
+    """The demo's stderr stays clean: no transformers "Loading weights" bar; the bars are
+    re-enabled afterwards (only the loading is quiet)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("from evalloop.adapters.embedder import MiniLMEmbedder\n"
+            "from transformers.utils import logging as hf\n"
+            "MiniLMEmbedder()\nprint(hf.is_progress_bar_enabled())\n")
+    env = {**os.environ, "PYTHONPATH": f"{root / 'shared'}{os.pathsep}{root}"}
+    env.pop("TQDM_DISABLE", None)
+    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "Loading weights" not in out.stderr, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "True"

@@ -112,3 +112,4 @@ async def test_service_clusters_real_negatives_by_page(
     queue = await pool.fetchval("SELECT count(*) FROM review_queue")
     assert queue == report.kept > 0
     assert len(bus.messages(Topics().candidate_proposed)) == queue
+

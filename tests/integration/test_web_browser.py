@@ -112,7 +112,7 @@ async def test_a_reviewer_walks_through_the_loop(
     chart = page.locator("svg.chart")
     await expect(chart).to_be_visible()
     await expect(chart.locator("polygon.band")).to_have_count(1)
-    await expect(chart.locator("text.threshold-label")).to_have_text("threshold 2 %")
+    await expect(chart.locator("text.threshold-label")).to_have_text("threshold 2.00 %")
     marker = chart.locator("a.marker-link")
     await expect(marker).to_have_count(1)
     await _shot(page, "2-feedback-loop")

@@ -55,13 +55,13 @@ async def test_pages_need_sign_in_and_show_every_agent(http: httpx.AsyncClient,
     linked = re.findall(r'<td><a href="http://web.test/agents/([^"/]+)">', home.text)
     assert linked == [AGENT, QUIET]
     # the quiet agent's rate and interval are shown although it is below the minimum volume
-    assert "5 %" in home.text and "[1.71 %, 13.7 %]" in home.text
+    assert "5.00 %" in home.text and "[1.71 %, 13.7 %]" in home.text
     assert "below minimum (200)" in home.text
     feedback = await http.get(f"/agents/{AGENT}/feedback")
     assert feedback.status_code == 200
     assert feedback.text.count('class="marker-link"') == 1
     assert f'href="http://web.test/agents/{AGENT}/runs/{seeded.run_id}"' in feedback.text
-    assert "threshold 2 %" in feedback.text and "leave, vacation, days" in feedback.text
+    assert "threshold 2.00 %" in feedback.text and "leave, vacation, days" in feedback.text
     assert "How many vacation days do I get?" in feedback.text  # an example question
     for tab in ("queue", "golden", "runs"):
         assert (await http.get(f"/agents/{AGENT}/{tab}")).status_code == 200, tab
@@ -129,6 +129,9 @@ async def test_reviewer_confirms_with_an_edit_and_rejects(
     golden = await http.get(f"/agents/{AGENT}/golden")
     assert "version 2 of 2" in golden.text and "25 days a year for full-time staff." in golden.text
     assert "1 added, 0 removed, 0 changed" in golden.text
+    # the versions table says what happened; difficulty is its own entry in the diff
+    assert "review: rita edited and confirmed 1 candidate" in golden.text
+    assert '<dt>difficulty</dt><dd class="difficulty">easy</dd>' in golden.text
     carry = seeded.candidates["carry"]
     r = await http.post(f"/agents/{AGENT}/queue/items/{carry}/reject",
                         data={"csrftoken": csrf, "row_version": "1", "reason": "a duplicate"})
@@ -301,3 +304,57 @@ async def test_retiring_a_case_makes_a_version_and_a_viewer_cannot(
                                                                 "case": "r002"})
     assert "Not retired:" in (await http.get(r.headers["location"])).text
     assert await pool.fetchval("SELECT count(*) FROM golden_set_versions") == 2
+
+
+async def test_polish_unknown_agent_favicon_hotkeys_and_distinct_examples(
+        http: httpx.AsyncClient, pool: asyncpg.Pool, seeded: Seeded) -> None:
+    # a stranger is sent to sign in whatever the agent; a signed-in user gets 404 for nope
+    r = await http.get("/agents/nope/feedback")
+    assert r.status_code == 303
+    await _sign_in(http, "vic")
+    for tab in ("feedback", "queue", "golden", "runs"):
+        r = await http.get(f"/agents/nope/{tab}")
+        assert r.status_code == 404, tab
+        assert "no agent &#39;nope&#39;: no store has seen it" in r.text, tab
+    icon = await http.get("/favicon.ico")
+    assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
+    assert icon.text.startswith("<svg")
+    feedback = await http.get(f"/agents/{AGENT}/feedback")
+    assert '<kbd class="hotkey" title="keyboard shortcut: press 1">1</kbd>' in feedback.text
+    assert 'rel="icon" type="image/svg+xml"' in feedback.text
+    # the same question asked again (case and spaces aside) is one example of its cluster
+    from evalloop.adapters.triage_store import cluster_examples
+
+    before = await cluster_examples(pool, AGENT)
+    cluster, questions = next((c, q) for c, q in before.items()
+                              if "How many vacation days do I get?" in q)
+    await pool.execute(
+        "CREATE TEMP TABLE again AS SELECT * FROM triage_cases WHERE agent_id = $1 AND "
+        "question = 'How many vacation days do I get?' LIMIT 1", AGENT)
+    await pool.execute("UPDATE again SET case_id = gen_random_uuid(), confidence = 1.0, "
+                       "question = '  how many vacation days do I get? '")
+    await pool.execute("INSERT INTO triage_cases SELECT * FROM again")
+    after = await cluster_examples(pool, AGENT)
+    assert len(after[cluster]) == len(questions)
+    assert sum(q.strip().lower() == "how many vacation days do i get?"
+               for q in after[cluster]) == 1
+
+
+async def test_a_human_verdict_is_visible_on_the_run_and_disputes_the_gate(
+        http: httpx.AsyncClient, pool: asyncpg.Pool, seeded: Seeded) -> None:
+    from evalloop.adapters.golden_store import load_eval_run
+
+    run = await load_eval_run(pool, seeded.run_id)
+    assert run is not None
+    case = next(r for r in run.results if r.requires_human_review
+                and "escalation" in r.gates and r.gates["escalation"].passed)
+    csrf = await _sign_in(http, "rita")
+    r = await http.post(
+        f"/agents/{AGENT}/runs/{seeded.run_id}/cases/{case.case_id}/verdict",
+        data={"csrftoken": csrf, "crit_escalation": "fail", "crit_tone": "pass", "score": "1"})
+    assert r.status_code == 303
+    page = await http.get(f"/agents/{AGENT}/runs/{seeded.run_id}")
+    assert ('<span class="badge bad">rita: fail on escalation, score 1 — disputed</span>'
+            in page.text)
+    assert f"disputed by a reviewer: {case.case_id} (the counts above are the automatic " \
+        "gates')" in page.text

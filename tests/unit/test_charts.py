@@ -40,7 +40,7 @@ def test_chart_draws_band_rate_threshold_and_linked_marker() -> None:
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
                           'viewBox="0 0 900 280"')
     assert '<line class="threshold" x1="56" x2="864" y1="187" y2="187"/>' in svg
-    assert ">threshold 2 %</text>" in svg
+    assert ">threshold 2.00 %</text>" in svg  # values: one precision (docs/web.md#numbers)
     assert re.findall(r'<polyline class="([^"]+)" points="([^"]+)"/>', svg) == [
         ("rate low-volume", "56,240 258,213.5"),
         ("rate", "258,213.5 460,187 662,160.5 864,134"),
@@ -51,7 +51,7 @@ def test_chart_draws_band_rate_threshold_and_linked_marker() -> None:
     assert ('<a href="/r/1" class="marker-link"><g class="marker"><line x1="662" x2="662" '
             'y1="20" y2="240"/>') in svg
     assert "<title>fired &lt;3.1%&gt;</title>" in svg
-    assert ("2026-11-30 01:00 UTC: 1 % [0.5 %, 1.6 %], 1/100 turns (below the minimum volume "
+    assert ("2026-11-30 01:00 UTC: 1.00 % [0.50 %, 1.60 %], 1/100 turns (below the minimum volume "
             "200)") in svg
     assert [t for t in re.findall(r'text-anchor="end">([^<]+)</text>', svg)] == [
         "0 %", "2 %", "4 %", "6 %", "8 %"]

@@ -160,3 +160,53 @@ def test_an_eagerly_added_group_lives_beside_the_lazy_ones() -> None:
     assert CliRunner().invoke(root, ["extra", "hello"]).stdout == "hi\n"
     listed = CliRunner().invoke(root, ["--help"]).stdout
     assert " extra " in listed and " golden " in listed
+
+
+EVALS = ROOT / "shared/evalloop/data/evals/hr-qa-agent-evals.yaml"
+REFERENCE = ROOT / "shared/evalloop/data/evals/reference-responses.json"
+
+
+def test_an_unwritable_output_dir_is_refused_before_the_run(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [
+        "eval", "run", "--evals", str(EVALS), "--responses-file", str(REFERENCE),
+        "--no-progress", "--output-dir", "/proc/nope"])
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", "error: --output-dir /proc/nope: expected a writable directory (or one that can "
+               "be created), but No such file or directory; nothing was run\n")
+    made = tmp_path / "new" / "dir"
+    result = CliRunner().invoke(app, [
+        "eval", "run", "--evals", str(EVALS), "--responses-file", str(REFERENCE),
+        "--no-progress", "--output-dir", str(made)])
+    assert result.exit_code == 0 and len(list(made.iterdir())) == 2
+
+
+def test_an_empty_responses_file_says_so() -> None:
+    result = CliRunner().invoke(app, [
+        "eval", "run", "--evals", str(EVALS), "--responses-file", "/dev/null", "--no-progress"])
+    assert (result.exit_code, result.stderr) == (
+        2, "error: /dev/null: (file): expected a JSON object mapping eval id -> response text, "
+           "received an empty file\n")
+
+
+def test_help_shows_id_json_and_plain_text() -> None:
+    runner = CliRunner()
+    edit = runner.invoke(app, ["queue", "edit", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "Usage: evalloop queue edit [OPTIONS] {ID}" in edit and "id_" not in edit
+    assert "(--save-only: keep the edits for later)" in edit
+    missing = runner.invoke(app, ["queue", "show"], env={"COLUMNS": "200"})
+    assert missing.exit_code == 2 and "Missing argument 'ID'." in missing.stderr
+    run = " ".join(runner.invoke(app, ["eval", "run", "--help"],
+                                 env={"COLUMNS": "200"}).stdout.split())
+    assert 'POSTs {"messages": [{"role": "user", "content": "<the case input>"}]}' in run
+    assert "Show a progress bar on stderr while cases run" in run
+    for args, db in ((["queue", "show"], "read only: no embedded server is started"),
+                     (["queue", "edit"], "else the embedded server"),
+                     (["golden", "care"], "read only: no embedded server is started"),
+                     (["golden", "import"], "else the embedded server; migrations are applied")):
+        shown = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "250"}).stdout
+        assert db in " ".join(shown.split()), args
+    golden = runner.invoke(app, ["golden", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "Versioned golden sets (import, list, export, care, reminders)." in golden
+    for args in (["keys", "create"], ["keys", "revoke"], ["prune"], ["erase"], ["web"], ["up"],
+                 ["queue", "edit"], ["eval", "run"]):
+        assert "``" not in runner.invoke(app, [*args, "--help"]).stdout, args

@@ -190,6 +190,12 @@ TOOL_CALL = {"id": "call_1", "type": "function",
         (b"data: [DONE]\n\n", "text/event-stream",
          "event stream carried no answer text (1 event(s) without text)"),
         (b"event: ping\n\n", "text/event-stream", "event stream carried no data events"),
+        ('{"response": "\u200b\u200b"}'.encode(), "application/json",
+         "JSON 'response' carried no letter or digit: '\\u200b\\u200b'"),
+        (b'{"response": "..."}', None, "JSON 'response' carried no letter or digit: '...'"),
+        ("\u2014".encode(), "text/plain", "the body carried no letter or digit: '\\u2014'"),
+        ("\U0001f44d".encode(), "text/plain",
+         "the body carried no letter or digit: '\\U0001f44d'"),
     ],
 )
 def test_every_format_without_text_is_no_text(body: bytes, ctype: str | None,
@@ -244,6 +250,21 @@ def test_sse_with_several_choices_reads_choice_0_only() -> None:
     both = _sse("data: " + json.dumps({"choices": [
         {"index": 1, "delta": {"content": "B"}}, {"index": 0, "delta": {"content": "A"}}]}))
     assert extract_text(both, "text/event-stream").text == "A"
+
+
+def test_json_choices_are_read_by_index_0_like_a_stream() -> None:
+    body = {"choices": [
+        {"index": 1, "message": {"role": "assistant", "content": "Sure, here's everything."}},
+        {"index": 0, "message": {"role": "assistant", "content": "I can't help with that."}}]}
+    assert extract_text(json.dumps(body), "application/json").text == "I can't help with that."
+    # no index given: position 0
+    plain = {"choices": [{"message": {"content": "First."}}, {"message": {"content": "Second."}}]}
+    assert extract_text(json.dumps(plain), "application/json").text == "First."
+
+
+def test_letters_and_digits_of_any_script_are_an_answer() -> None:
+    assert [extract_text(t.encode(), "text/plain").text for t in ("14", "是", "ok \u200b")] == [
+        "14", "是", "ok \u200b"]
 
 
 # --------------------------------------------------------------------------- HTML pages

@@ -55,8 +55,23 @@ def test_render_names_each_agents_verdict_and_the_request() -> None:
     assert "re-evaluation requested x1" in text  # bad
     assert "stayed <= 2%" in text  # good: peak 1.0%
     assert "never 200 turns in 24 h (at most 7): not judged" in text  # tiny
-    assert "3.0% [1.6%-5.6%] 9/300 (06-01 02:00)" in text  # bad's peak, Wilson 95%
+    assert "3.00% [1.59%-5.60%] 9/300 (06-01 02:00)" in text  # bad's peak, Wilson 95%
     assert "3.00% [1.60%-5.60%]" in text and "9/300 (agent_response)" in text
     assert "no run (no golden set for agent 'bad')" in text
     assert "wall time 2.5 s (replay 1.0 s)" in text
     assert "total" in text and "10" in text
+
+
+def test_a_kept_database_prints_the_line_to_export() -> None:
+    report = DemoReport(
+        dsn="postgresql://postgres:@/evalloop_demo_ab12?host=/var/tmp/pg", kept=True,
+        origin="sample", schedule=[], events_sent=0, events_by_type={}, negative_cases={},
+        rates={}, jobs=[], requests={}, timings={"total": 1.0},
+    )
+    console = Console(record=True, width=60)
+    render(report, console)
+    lines = console.export_text().splitlines()
+    assert lines[-2:] == [
+        "database kept; to use it from the CLI (queue list...):",
+        "  export EVALLOOP_POSTGRES__DSN="
+        "'postgresql://postgres:@/evalloop_demo_ab12?host=/var/tmp/pg'"]

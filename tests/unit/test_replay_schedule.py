@@ -213,3 +213,18 @@ def test_incident_on_another_agent(turns: list[Turn]) -> None:
 def test_naive_end_is_refused(turns: list[Turn]) -> None:
     with pytest.raises(ValueError, match="timezone-aware end"):
         build_schedule(turns, DEFAULT_PLAN, end=datetime(2025, 1, 1), seed=1)
+
+
+def test_same_seed_and_end_same_counts_and_the_end_is_what_moves_them() -> None:
+    """Why two demos with one seed can differ: the span ends "now" and the daily traffic curve
+    moves with it; pinned to one end, the replay is identical (README, "Same seed")."""
+    from evalloop.replay import prepare_replay
+
+    def counts(end: datetime) -> tuple[int, int, int, int]:
+        r = prepare_replay(seed=7, end=end, agents=["covid-qa-uk"])
+        a = r.schedule.agents["covid-qa-uk"]
+        return a.turns, a.rated_turns, a.negative_turns, len(r.events)
+
+    end = datetime(2026, 11, 30, 17, 0, tzinfo=UTC)
+    assert counts(end) == counts(end) == (14400, 505, 291, 15687)
+    assert counts(end + timedelta(minutes=4)) == (14400, 499, 290, 15672)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from evalloop.core.apikeys import check_key_name
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.golden_care import ClusterGap, care_checks
 from evalloop.core.judgements import Mark, mark_of, profile_of
@@ -24,9 +25,11 @@ from evalloop.core.ranking import (
 from evalloop.core.review import (
     CandidateDraft,
     Reviewer,
+    VerdictView,
     parse_edits,
     parse_verdict,
     to_golden_case,
+    verdict_view,
 )
 from evalloop.errors import ReviewInputError
 
@@ -225,6 +228,27 @@ def test_edits_are_validated_and_become_the_golden_case() -> None:
         "edits.question", "edits.should_escalate", "edits.tags"]
 
 
+def test_blank_and_oversized_edits_are_refused_with_the_field_and_length() -> None:
+    with pytest.raises(ReviewInputError) as err:
+        parse_edits({"expected_answer": "   ", "question": "q" * 30000,
+                     "notes": "\u03a9" * 60000})
+    assert str(err.value) == (
+        "edits.expected_answer: expected a non-blank string, or null to clear it, received "
+        "'   '; edits.question: expected at most 20000 characters, received 30000 characters; "
+        "edits.notes: expected at most 20000 characters, received 60000 characters")
+    assert parse_edits({"expected_answer": None, "question": "q" * 20000}) == {
+        "expected_answer": None, "question": "q" * 20000}
+
+
+def test_key_names_are_not_blank() -> None:
+    assert check_key_name("  hr-frontend ") == "hr-frontend"
+    for bad, shown in (("", "''"), ("   ", "'   '"), ("x" * 129, "129 characters")):
+        with pytest.raises(ValueError) as err:
+            check_key_name(bad)
+        assert str(err.value) == (
+            f"--name: expected a key name of 1-128 characters (not blank), received {shown}")
+
+
 def test_verdicts_and_reviewers_are_validated() -> None:
     assert parse_verdict({"criteria": {"tone": False}, "score": 4, "note": " ok "}) == (
         {"tone": False}, 4, "ok")
@@ -277,3 +301,13 @@ def test_proposed_expected_answer_prefers_correction_then_best_rated_then_passag
     assert propose(q, None, rated[2:], hit) == ProposedAnswer(
         passages[1].text, "knowledge_passage", "passage:kb-surface")
     assert propose(q, None, (), (passages[0], 0.19)) is None
+
+
+def test_a_verdict_against_a_gate_is_disputed() -> None:
+    gates = {"refusal": True, "escalation": True}
+    assert verdict_view("ann", {"escalation": False}, 1, gates) == VerdictView(
+        "ann: fail on escalation, score 1 — disputed", True)
+    assert verdict_view("bob", {"tone": False, "refusal": True}, 3, gates) == VerdictView(
+        "bob: fail on tone, score 3", False)
+    assert verdict_view("cy", {"correctness": True}, 5, {}) == VerdictView(
+        "cy: pass, score 5", False)

@@ -22,6 +22,7 @@ from evalloop.settings import KafkaSettings, PostgresSettings
      "postgresql://app:***@db:5432/x?sslmode=require"),
     ("https://agent.example/chat?api_key=k1&v=2&token=t", "https://agent.example/chat?api_key=***&v=2&token=***"),
     ("postgresql://app@db/x", "postgresql://app@db/x"),
+    ("postgresql://postgres:@/demo?host=/var/tmp/pg", "postgresql://postgres:@/demo?host=/var/tmp/pg"),
     ("postgresql:///evalloop?host=/var/tmp/pg", "postgresql:///evalloop?host=/var/tmp/pg"),
     ("http://[::1]:8080/x", "http://[::1]:8080/x"),
     ("not a url", "not a url"),

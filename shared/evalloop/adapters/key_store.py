@@ -14,7 +14,14 @@ from typing import Any
 import asyncpg
 
 from evalloop.adapters.monitor_store import storage_errors
-from evalloop.core.apikeys import ApiKey, NewToken, new_token, parse_token, token_matches
+from evalloop.core.apikeys import (
+    ApiKey,
+    NewToken,
+    check_key_name,
+    new_token,
+    parse_token,
+    token_matches,
+)
 
 __all__ = ["KeyRow", "create_key", "list_keys", "lookup_key", "revoke_key"]
 
@@ -72,8 +79,10 @@ async def create_key(
         The token (show it once; it is not stored) and the stored row.
 
     Raises:
+        ValueError: a blank or over-long name (:func:`~evalloop.core.apikeys.check_key_name`).
         StorageError: PostgreSQL failed.
     """
+    name = check_key_name(name)
     token = new_token()
     agents = sorted(set(agent_ids)) if agent_ids is not None else None
     with storage_errors("creating an API key"):

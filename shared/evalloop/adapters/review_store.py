@@ -394,8 +394,13 @@ async def confirm_candidates(
                 present.add(case.id)
                 added.append((row, case, edits))
             n = len(added)
-            reason = (f"review: {reviewer.name} confirmed {n} candidate"
-                      + ("s" if n != 1 else ""))
+            edited = sum(1 for _, _, e in added if e)
+            plural = "s" if n != 1 else ""
+            if edited == n:
+                reason = f"review: {reviewer.name} edited and confirmed {n} candidate{plural}"
+            else:
+                reason = (f"review: {reviewer.name} confirmed {n} candidate{plural}"
+                          + (f" ({edited} edited)" if edited else ""))
             outcome = await store_version(
                 conn, agent_id=agent_id, golden_set_id=set_id,
                 cases=list(cases) + [c for _, c, _ in added], created_by=reviewer.name,
@@ -868,6 +873,23 @@ async def eval_case_detail(pool: asyncpg.Pool, run_id: UUID, case_id: str) -> di
             run_id, case_id)
     out = _obj(row)
     out["verdicts"] = [jsonable(v) for v in verdicts]
+    return out
+
+
+async def run_verdicts(pool: asyncpg.Pool, run_id: UUID) -> dict[str, list[dict[str, Any]]]:
+    """Every human verdict on the cases of one run, as ``{case_id: [verdict, ...]}`` (each
+    ``reviewer``, ``criteria``, ``score``, ``note``, ``reviewed_at``; oldest first).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with store_errors(f"reading the verdicts of run {run_id}"):
+        rows = await pool.fetch(
+            "SELECT case_id, reviewer, criteria, score, note, reviewed_at "
+            "FROM eval_human_reviews WHERE run_id = $1 ORDER BY case_id, reviewed_at", run_id)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r["case_id"], []).append(jsonable(r))
     return out
 
 

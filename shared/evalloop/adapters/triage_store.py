@@ -757,8 +757,9 @@ async def list_clusters(pool: asyncpg.Pool, agent_id: str | None = None) -> list
 
 async def cluster_examples(pool: asyncpg.Pool, agent_id: str, per_cluster: int = 3
                            ) -> dict[str, list[str]]:
-    """Up to ``per_cluster`` example questions of each cluster of ``agent_id`` (the most
-    confident, then newest cases), as ``{cluster_id: [question, ...]}``.
+    """Up to ``per_cluster`` DIFFERENT example questions of each cluster of ``agent_id`` (the
+    most confident, then newest cases; a question asked again -- same text, case and
+    surrounding spaces aside -- is shown once), as ``{cluster_id: [question, ...]}``.
 
     Raises:
         StorageError: PostgreSQL failed.
@@ -770,8 +771,14 @@ async def cluster_examples(pool: asyncpg.Pool, agent_id: str, per_cluster: int =
                 SELECT cluster_id, question, row_number() OVER (
                     PARTITION BY cluster_id ORDER BY confidence DESC, occurred_at DESC, case_id
                 ) AS n
-                FROM triage_cases
-                WHERE agent_id = $1 AND cluster_id IS NOT NULL AND question IS NOT NULL
+                FROM (
+                    SELECT DISTINCT ON (cluster_id, lower(btrim(question)))
+                           cluster_id, question, confidence, occurred_at, case_id
+                    FROM triage_cases
+                    WHERE agent_id = $1 AND cluster_id IS NOT NULL AND question IS NOT NULL
+                    ORDER BY cluster_id, lower(btrim(question)), confidence DESC,
+                             occurred_at DESC, case_id
+                ) distinct_questions
             ) ranked WHERE n <= $2 ORDER BY cluster_id, n
             """,
             agent_id, per_cluster,

@@ -7,12 +7,40 @@ Light on purpose (stdlib and typer at import): ``evalloop --help`` imports it.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-__all__ = ["UsageError", "describe", "exit_code_for", "fail", "json_line", "leaf", "read_only_dsn"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["PIPE_WIDTH", "UsageError", "console", "describe", "error_line", "exit_code_for",
+           "fail", "json_line", "leaf", "read_only_dsn"]
+
+#: Columns a table is drawn in when stdout is not a terminal and ``COLUMNS`` is not set (a
+#: terminal-less console would otherwise fold every table into 80 columns).
+PIPE_WIDTH = 200
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console for command output: the terminal's width on a terminal, else ``COLUMNS``
+    when set, else :data:`PIPE_WIDTH` columns (so ``evalloop golden list | cat`` stays
+    readable)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty() or os.environ.get("COLUMNS", "").isdigit():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=PIPE_WIDTH)
+
+
+def error_line(message: str, prefix: str = "error") -> None:
+    """Print ``<prefix>: <message>`` on stderr as ONE line (a line break and the whitespace
+    around it become one space; ``docs/exit-codes.md``)."""
+    one = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    print(f"{prefix}: {one}", file=sys.stderr)
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -74,10 +102,13 @@ def expected(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """One line naming what failed (no traceback); pydantic errors list each bad field."""
+    """One line naming what failed (no traceback); pydantic errors list each bad field.
+
+    An expected error (:func:`expected`) is its message alone (no ``ValueError:`` class
+    name); a file error is ``<path>: <reason>``; an unexpected one keeps its class name.
+    """
     from pydantic import ValidationError
 
-    from evalloop.errors import EvalloopError
 
     exc = leaf(exc)
     if isinstance(exc, ValidationError):
@@ -85,8 +116,10 @@ def describe(exc: BaseException) -> str:
             f"{'.'.join(map(str, e['loc'])) or '(settings)'}: {e['msg']} (got {e.get('input')!r})"
             for e in exc.errors(include_url=False))
         return f"invalid settings (EVALLOOP_* environment or .env): {problems}"
+    if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] No such file ..."
     text = " ".join(str(exc).split())
-    if isinstance(exc, EvalloopError | UsageError):
+    if text and expected(exc):  # its message says what failed; the class name is noise
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -98,7 +131,7 @@ def fail(exc: BaseException, what: str | None = None) -> NoReturn:
         typer.Exit: always, with :func:`exit_code_for` ``exc``.
     """
     prefix = "error" if expected(exc) else "error (unexpected)"
-    print(f"{prefix}: {what + ': ' if what else ''}{describe(exc)}", file=sys.stderr)
+    error_line(f"{what + ': ' if what else ''}{describe(exc)}", prefix)
     raise typer.Exit(exit_code_for(exc)) from None
 
 

@@ -68,7 +68,7 @@ def serve_after(console: Console, host: str | None, port: int | None) -> Any:
 
         from evalloop.adapters import user_store
         from evalloop.core.access import Role
-        from evalloop.replay.report import render
+        from evalloop.replay.report import dsn_export_line, render
         from evalloop.web.app import build_app
 
         render(report, console)
@@ -83,6 +83,9 @@ def serve_after(console: Console, host: str | None, port: int | None) -> Any:
                       f"{DEMO_USER}, admin):\n  {token}\nCtrl-C stops it"
                       + ("" if report.kept else " and drops the demo database") + ".",
                       highlight=False, soft_wrap=True)
+        console.print("the same data from the command line (queue list, golden list, jobs "
+                      "list...) while it serves:", highlight=False)
+        console.print(f"  {dsn_export_line(report.dsn)}", highlight=False, soft_wrap=True)
         await _serve_until_signal(uvicorn.Config(build_app(settings, pool=pool), host=web.host,
                                                  port=web.port, log_level="warning"))
 
@@ -107,6 +110,10 @@ def demo(
         help="ingest (POST /v1/events through the ingest app) | bus (produce directly)",
     )] = "ingest",
     limit: Annotated[int | None, typer.Option(help="replay only the first N events")] = None,
+    end: Annotated[str | None, typer.Option(
+        help="end of the replayed span, ISO-8601 with a zone (default: now, to the minute); "
+        "the same --seed and --end replay the same events",
+    )] = None,
     verbose: Annotated[bool, typer.Option(help="log the services' INFO messages")] = False,
     serve: Annotated[bool, typer.Option(
         help="after the report, serve the web app on the demo's data (prints the URL and a "
@@ -126,6 +133,7 @@ def demo(
     """Run the whole loop in one process on replayed FeedbackQA/tau-bench feedback and report
     what it found (events, negative rates, re-evaluations and their runs, clusters, candidates).
     """
+    from evalloop.cli.replay import parse_end
     from evalloop.demo import DemoOptions, run_demo
     from evalloop.replay.report import render
 
@@ -145,7 +153,7 @@ def demo(
     judge_mode: Literal["embedded", "off"] | None = (
         None if judge is None else "embedded" if judge == "embedded" else "off")
     options = DemoOptions(span_hours=span_hours, seed=seed, keep=keep, full=full, source=source,
-                          agent_config=cfg, via=mode, limit=limit,
+                          agent_config=cfg, via=mode, limit=limit, end=parse_end(end),
                           judge=judge_mode, judge_sample=judge_sample,
                           judge_budget_s=judge_budget_s,
                           after=serve_after(console, host, port) if serve else None)

@@ -102,6 +102,29 @@ async def _store(dsn: str, run: EvalRun) -> None:
         await pool.close()
 
 
+def check_output_dir(path: Path) -> Path:
+    """Make sure the run's files can be written to ``path`` BEFORE the run starts: it is
+    created when missing (with its parents) and must accept a new file.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        _Usage: ``path`` cannot be created, is not a directory, or is not writable (exit 2).
+    """
+    import tempfile
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise _Usage(f"--output-dir {path}: expected a writable directory (or one that can be "
+                     f"created), but {why}; nothing was run") from None
+    return path
+
+
 def _select(cases: tuple[EvalCase, ...], category: str | None) -> tuple[EvalCase, ...]:
     if category is None:
         return cases
@@ -206,8 +229,8 @@ def _refuse_command_line_secrets(endpoint: str | None, headers: dict[str, str],
 @app.command("run")
 def run(
     endpoint: Annotated[str | None, typer.Option(
-        "--endpoint", help="Agent URL (http:// or https://); POSTs {'messages': [{'role': "
-                           "'user', 'content': ...}]}.")] = None,
+        "--endpoint", help='Agent URL (http:// or https://); POSTs {"messages": [{"role": '
+                           '"user", "content": "<the case input>"}]}.')] = None,
     evals: Annotated[Path | None, typer.Option(
         "--evals", help="Eval file: eval set YAML (id, input, expected_behavior, "
                         "should_escalate, should_refuse, category, notes) or golden-set JSON "
@@ -254,15 +277,19 @@ def run(
     agent: Annotated[str | None, typer.Option(
         "--agent", help="Agent id recorded on the run (default: the eval file's agent).")
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+    progress: Annotated[bool, typer.Option(
+        "--progress/--no-progress",
+        help="Show a progress bar on stderr while cases run (default: on; off with --json).")
+    ] = True,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the run summary as one JSON object instead of the text report.")
     ] = False,
 ) -> None:
     """Run an eval set against an agent endpoint, or score canned responses.
 
-    Credentials go in the environment: ``AGENT_AUTH='Bearer ...' evalloop eval run --endpoint
-    URL --evals FILE --header-env Authorization=AGENT_AUTH``.
+    Credentials go in the environment, for example: export AGENT_AUTH='Bearer ...'
+
+    then: evalloop eval run --endpoint URL --evals FILE --header-env Authorization=AGENT_AUTH
     """
     from evalloop.adapters.agent_client import parse_header
     from evalloop.core.evaluation.extract import format_hint
@@ -283,13 +310,14 @@ def run(
         _refuse_command_line_secrets(endpoint, headers, db)
         headers |= dict(env_header(h) for h in header_env or [])
         format_hint(response_format)
+        out_dir = check_output_dir(output_dir or settings.evaluator.results_dir)
         result = asyncio.run(_main(
             endpoint=endpoint, evals=evals, golden_set=golden_set, set_id=set_id,
             category=category, responses_files=responses,
             concurrency=concurrency or settings.evaluator.concurrency,
             timeout_s=timeout or settings.evaluator.timeout_s,
             retries=settings.evaluator.retries if retries is None else retries,
-            output_dir=output_dir or settings.evaluator.results_dir, headers=headers,
+            output_dir=out_dir, headers=headers,
             response_format=response_format, db=db or settings.postgres.dsn, agent=agent,
             progress=progress and not as_json))
     except Exception as exc:

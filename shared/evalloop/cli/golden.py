@@ -5,8 +5,9 @@
   content identical to the latest version stores nothing and says so.
 * ``list [--agent A] [--json]`` shows every set and version with its diff (``--json``: one
   object per version, the stored columns).
-* ``export --agent A [--version N] [--format json|yaml] [--output FILE]`` writes a version as
-  golden-set JSON (the export format) or eval set YAML.
+* ``export --agent A [--version N] [--format json|yaml|jsonl] [--output FILE]`` writes a
+  version as golden-set JSON (the export format), eval set YAML or JSONL (one case per line).
+* ``care`` / ``reminders``: a version's care checks, and when each monthly review is due.
 
 The database: ``--db DSN``, else ``EVALLOOP_POSTGRES__DSN``. ``import`` may fall back to the
 embedded server (``evalloop.adapters.postgres.resolve_dsn``) and applies migrations first;
@@ -20,11 +21,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from evalloop.cli._common import fail, json_line, read_only_dsn
+from evalloop.cli._common import UsageError, console, fail, json_line, read_only_dsn
 
 if TYPE_CHECKING:
     import asyncpg
@@ -33,11 +34,15 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "describe_diff"]
 
-app = typer.Typer(no_args_is_help=True, help="Versioned golden sets (import, list, export).")
+app = typer.Typer(no_args_is_help=True,
+                  help="Versioned golden sets (import, list, export, care, reminders).")
 T = TypeVar("T")
 DbOption = Annotated[str | None, typer.Option(
-    "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN; import only: else the "
-                 "embedded server).")]
+    "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN; read only: no embedded "
+                 "server is started).")]
+ImportDbOption = Annotated[str | None, typer.Option(
+    "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN, else the embedded "
+                 "server; migrations are applied).")]
 
 
 def describe_diff(diff: dict[str, list[str]]) -> str:
@@ -96,8 +101,9 @@ def import_cmd(
         "--agent", help="Agent id (default: the file's 'agent').")] = None,
     set_id: Annotated[str | None, typer.Option(
         "--set", help="Golden-set id (default: the file's 'id', else its name).")] = None,
-    created_by: Annotated[str | None, typer.Option("--created-by")] = None,
-    db: DbOption = None,
+    created_by: Annotated[str | None, typer.Option(
+        "--created-by", help="Who made this version (recorded on it).")] = None,
+    db: ImportDbOption = None,
 ) -> None:
     """Store FILE as a new version of the agent's golden set (no-op if unchanged)."""
     from evalloop.adapters.golden_store import import_golden_set
@@ -141,7 +147,6 @@ def list_cmd(
     if not versions:
         typer.echo("no golden sets stored" + (f" for agent {agent}" if agent else ""))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("agent", "golden set", "version", "cases", "created", "by", "source",
@@ -150,7 +155,7 @@ def list_cmd(
         table.add_row(v.agent_id, v.golden_set_id, str(v.version), str(v.case_count),
                       v.created_at.strftime("%Y-%m-%d %H:%M:%SZ"), v.created_by or "",
                       v.source or "", describe_diff(v.diff) if v.parent_version_id else "initial")
-    Console().print(table)
+    console().print(table)
 
 
 def _version_row(v: GoldenVersion) -> dict[str, Any]:
@@ -164,23 +169,25 @@ def export_cmd(
         "--version", min=1, help="Version number (default: the latest).")] = None,
     set_id: Annotated[str | None, typer.Option("--set", help="Golden-set id.")] = None,
     fmt: Annotated[str, typer.Option(
-        "--format", help="json (golden-set JSON, default) or yaml (eval set YAML).")] = "json",
+        "--format", help="json (golden-set JSON, default), yaml (eval set YAML) or jsonl (one "
+                         "golden-set case per line).")] = "json",
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write here instead of stdout.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Export a stored version as golden-set JSON (or eval set YAML)."""
+    """Export a stored version as golden-set JSON, eval set YAML or JSONL (one case per line,
+    as the web app's export)."""
     from evalloop.adapters.golden_store import get_golden_version, load_golden_cases
-    from evalloop.core.evaluation.cases import dump_eval_yaml, dump_golden_json
+    from evalloop.core.evaluation.cases import dump_eval_yaml, dump_golden_json, dump_golden_jsonl
 
-    if fmt not in ("json", "yaml"):
-        fail(ValueError(f"expected --format json or yaml, received {fmt!r}"))
-    kind: Literal["json", "yaml"] = "json" if fmt == "json" else "yaml"
+    writers = {"json": dump_golden_json, "yaml": dump_eval_yaml, "jsonl": dump_golden_jsonl}
+    if fmt not in writers:
+        fail(UsageError(f"--format: expected json, yaml or jsonl, received {fmt!r}"))
+    dump = writers[fmt]
 
     async def work(pool: asyncpg.Pool) -> str:
         v = await get_golden_version(pool, agent, version=version, golden_set_id=set_id)
         cases = await load_golden_cases(pool, v.version_id)
-        dump = dump_golden_json if kind == "json" else dump_eval_yaml
         return dump(cases, set_id=v.golden_set_id, agent=v.agent_id, version=v.version)
 
     text = _with_pool(db, work, read_only=True)
@@ -208,6 +215,10 @@ def care_cmd(
     from evalloop.core.golden_care import CareCheck, ClusterGap, care_checks
 
     async def work(pool: asyncpg.Pool) -> tuple[dict[str, Any], list[CareCheck]]:
+        from evalloop.adapters.golden_store import list_golden_versions
+
+        if not await list_golden_versions(pool, agent):
+            raise UsageError(f"no golden set for agent {agent!r} (see `evalloop golden list`)")
         sid = await review_store.resolve_set(pool, agent, set_id)
         head, cases = await review_store.version_detail(pool, agent, sid, version)
         profile = await review_store.get_profile(pool, agent)
@@ -225,7 +236,6 @@ def care_cmd(
             json_line({"agent_id": agent, "golden_set_id": head["golden_set_id"],
                        "version": head["version"], **c.as_dict()})
         return
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -236,7 +246,7 @@ def care_cmd(
     for c in checks:
         table.add_row(c.name, f"[{colour[c.status]}]{c.status}[/]", escape(str(c.value)),
                       escape(c.bar), escape(c.why))
-    Console().print(table)
+    console().print(table)
     typer.echo(f"source: {checks[0].source}")
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from evalloop.cli._common import console as make_console
 from evalloop.cli._common import fail, json_line, read_only_dsn
 
 if TYPE_CHECKING:
@@ -135,10 +136,9 @@ def list_cmd(
         for row in rows:
             json_line(_as_json(row))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     table = Table(title=f"re-evaluation jobs ({len(rows)})", show_lines=False)
     for col in ("requested (UTC)", "agent", "trigger", "reason", "status", "result"):
         table.add_column(col, overflow="fold")

@@ -18,6 +18,8 @@ import typer
 from limits import parse
 
 from evalloop.adapters import key_store
+from evalloop.cli._common import fail
+from evalloop.core.apikeys import check_key_name
 from evalloop.errors import EvalloopError
 from evalloop.settings import Settings
 
@@ -67,10 +69,14 @@ def create(
 ) -> None:
     """Create a key and print its token ONCE (store it in a secret manager now).
 
-    Example: ``evalloop keys create --name hr-frontend --agent hr-agent``.
+    Example: evalloop keys create --name hr-frontend --agent hr-agent.
     """
     if bool(agent) == all_agents:
         raise typer.BadParameter("give --agent ID (repeatable) or --all-agents, not both/none")
+    try:
+        name = check_key_name(name)
+    except ValueError as exc:
+        fail(exc)
     if rate_limit is not None:
         try:
             parse(rate_limit)
@@ -106,7 +112,7 @@ def revoke(
     key_id: Annotated[str, typer.Argument(help="the key id (from keys list)")],
     as_json: Annotated[bool, typer.Option("--json", help="one JSON line")] = False,
 ) -> None:
-    """Revoke a key: ingest refuses it (401) within ``ingest.key_cache_s`` seconds."""
+    """Revoke a key: ingest refuses it (401) within ingest.key_cache_s seconds."""
     row = _with_pool(lambda pool: key_store.revoke_key(pool, key_id))
     if row is None:
         typer.echo(f"error: no API key {key_id!r} (see evalloop keys list)", err=True)

@@ -69,7 +69,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "eval": LazyCommand("evalloop.cli.eval_cmd:app",
                         "Run eval sets against an agent, or score canned responses."),
     "golden": LazyCommand("evalloop.cli.golden:app",
-                          "Versioned golden sets (import, list, export)."),
+                          "Versioned golden sets (import, list, export, care, reminders)."),
     "jobs": LazyCommand("evalloop.cli.jobs:app", "Re-evaluation jobs: why, status, result."),
     "agent": LazyCommand("evalloop.cli.agent:app",
                          "Run the reference agent (a real retrieval agent)."),

@@ -59,8 +59,8 @@ def prune(
 ) -> None:
     """Delete what is older than the retention settings (EVALLOOP_RETENTION__*_DAYS) allow.
 
-    The retention service does the same every ``retention.interval_s`` seconds; this runs it
-    once now. Example: ``EVALLOOP_RETENTION__EVENTS_DAYS=30 evalloop prune``.
+    The retention service does the same every retention.interval_s seconds; this runs it
+    once now. Example: EVALLOOP_RETENTION__EVENTS_DAYS=30 evalloop prune.
     """
     settings = Settings()
     counts = _with_pool(
@@ -80,7 +80,7 @@ def erase(
     """Remove a person's text everywhere: events, negative cases, monitor turns, triage cases,
     the review queue (the candidate outbox). Prints rows deleted per table.
 
-    Example: ``evalloop erase --conversation c-1842`` or ``evalloop erase --user u-77``.
+    Example: evalloop erase --conversation c-1842 or evalloop erase --user u-77.
     """
     if not conversation and user is None:
         raise typer.BadParameter("give --conversation ID (repeatable) or --user ID")

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from evalloop.cli._common import console as make_console
 from evalloop.cli._common import fail, json_line, read_only_dsn
 
 __all__ = ["app", "group_by_cluster", "list_cmd"]
@@ -84,8 +85,8 @@ def list_cmd(
     limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many candidates")
                      ] = 50,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="JSON lines: one candidate per line, the stored queue columns with its "
-                       "cluster's")] = False,
+        "--json", help="JSON lines: one candidate per line: the stored queue columns, with its "
+                       "cluster's label and size.")] = False,
     db: Annotated[str | None, typer.Option(
         "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN)")] = None,
 ) -> None:
@@ -114,10 +115,9 @@ def list_cmd(
          "size": c["size"]}
         for c in clusters if not c["covered_by_golden"]
     ]
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     n = sum(len(g["candidates"]) for g in groups)
     console.print(f"[bold]review queue[/bold]: {n} {status} candidate(s) in {len(groups)} "
                   "cluster(s)")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from evalloop.replay.schedule import ScheduledEvent
     from evalloop.settings import Settings
 
-__all__ = ["event_progress", "replay"]
+__all__ = ["event_progress", "parse_end", "replay"]
 
 
 def event_progress(console: Console) -> Progress:
@@ -38,7 +38,12 @@ def _agents(value: str | None) -> list[str] | None:
     return [a.strip() for a in value.split(",") if a.strip()] if value else None
 
 
-def _end(value: str | None) -> datetime | None:
+def parse_end(value: str | None) -> datetime | None:
+    """``--end`` of ``replay`` and ``demo``: an ISO-8601 time with a zone, or ``None`` (now).
+
+    Raises:
+        typer.BadParameter: not ISO-8601, or no time zone.
+    """
     if value is None:
         return None
     try:
@@ -84,7 +89,7 @@ def replay(
     try:
         prepared = prepare_replay(
             source=source, span_hours=span_hours, seed=seed, agents=_agents(agents),
-            limit=limit, end=_end(end),
+            limit=limit, end=parse_end(end),
         )
     except (ValueError, FileNotFoundError) as exc:
         console.print(f"[red]evalloop replay: {exc}")

@@ -25,12 +25,11 @@ from uuid import UUID
 
 import asyncpg
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from evalloop.adapters import review_store as store
 from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-from evalloop.cli._common import read_only_dsn
+from evalloop.cli._common import console, error_line, read_only_dsn
 from evalloop.core.review import Reviewer, parse_edits
 from evalloop.errors import (
     EvalloopError,
@@ -45,10 +44,10 @@ from evalloop.settings import Settings
 __all__ = ["confirm_cmd", "edit_cmd", "register", "reject_cmd", "show_cmd", "skip_cmd"]
 
 T = TypeVar("T")
-_out = Console()
-_err = Console(stderr=True)
+_out = console()
 
-IdArg = Annotated[str, typer.Argument(help="Candidate id or a unique prefix (>= 8 chars).")]
+IdArg = Annotated[str, typer.Argument(
+    metavar="ID", help="Candidate id or a unique prefix (>= 8 chars).", show_default=False)]
 ReviewerOpt = Annotated[str | None, typer.Option(
     "--reviewer", help="Who decides (default: EVALLOOP_REVIEWER, else the login name).")]
 VersionOpt = Annotated[int | None, typer.Option(
@@ -57,14 +56,20 @@ VersionOpt = Annotated[int | None, typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as one JSON line.")]
 DbOpt = Annotated[str | None, typer.Option(
     "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN, else the embedded server).")]
+ReadDbOpt = Annotated[str | None, typer.Option(
+    "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN; read only: no embedded "
+                 "server is started).")]
 
 
 def _reviewer(name: str | None) -> Reviewer:
+    if name is not None and not name.strip():
+        error_line(f"--reviewer: expected a reviewer name, received {name!r}")
+        raise typer.Exit(2)
     who = name or os.environ.get("EVALLOOP_REVIEWER") or getpass.getuser()
     try:
         return Reviewer(who, "reviewer")
     except ValueError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
 
 
@@ -85,16 +90,16 @@ def _run(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
     try:
         return asyncio.run(main())
     except ReviewConflict as exc:
-        _err.print(f"[red]conflict:[/red] {escape(str(exc))}", highlight=False)
+        error_line(f"conflict: {exc}")
         raise typer.Exit(2) from exc
     except ReviewError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
     except StorageError as exc:
-        _err.print(f"[red]database unavailable:[/red] {escape(str(exc))}", highlight=False)
+        error_line(f"database unavailable: {exc}")
         raise typer.Exit(3) from exc
     except EvalloopError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
 
 
@@ -127,7 +132,7 @@ def _emit(doc: dict[str, Any], as_json: bool, line: str) -> None:
         typer.echo(line)
 
 
-def show_cmd(id_: IdArg, as_json: JsonOpt = False, db: DbOpt = None) -> None:
+def show_cmd(id_: IdArg, as_json: JsonOpt = False, db: ReadDbOpt = None) -> None:
     """Show one candidate with the evidence a reviewer decides on."""
     async def work(pool: asyncpg.Pool) -> dict[str, Any]:
         return await store.candidate_detail(pool, await _resolve(pool, id_))
@@ -214,7 +219,7 @@ def edit_cmd(
     golden_set: Annotated[str | None, typer.Option("--set")] = None,
     as_json: JsonOpt = False, db: DbOpt = None,
 ) -> None:
-    """Edit a candidate, then confirm it (``--save-only``: keep the edits for later)."""
+    """Edit a candidate, then confirm it (--save-only: keep the edits for later)."""
     raw: dict[str, Any] = {k: v for k, v in {
         "question": question, "expected_answer": expected_answer,
         "expected_behavior": expected_behavior, "tags": tag, "difficulty": difficulty,
@@ -224,7 +229,7 @@ def edit_cmd(
     try:
         edits = parse_edits(raw)
     except ReviewInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error_line(str(exc))
         raise typer.Exit(2) from exc
 
     async def work(pool: asyncpg.Pool) -> dict[str, Any]:

@@ -210,8 +210,8 @@ def up(
 ) -> None:
     """Run the services against the Kafka and PostgreSQL named by settings (env EVALLOOP_*).
 
-    Example: ``EVALLOOP_KAFKA__BOOTSTRAP=127.0.0.1:9092 EVALLOOP_POSTGRES__DSN=postgresql://...
-    evalloop up``. Stop with Ctrl-C (or SIGTERM): services drain and commit before exiting.
+    Example: EVALLOOP_KAFKA__BOOTSTRAP=127.0.0.1:9092 EVALLOOP_POSTGRES__DSN=postgresql://...
+    evalloop up. Stop with Ctrl-C (or SIGTERM): services drain and commit before exiting.
     """
     from evalloop.adapters.kafka import ensure_topics
     from evalloop.runtime import topics_for

@@ -141,7 +141,7 @@ def web(
     """Serve the web app: every agent's feedback loop, the review queue, golden sets and eval
     runs (docs/web.md).
 
-    Create a user first: ``evalloop users create NAME --role admin``.
+    Create a user first: evalloop users create NAME --role admin.
     """
     settings = Settings()
     web_cfg = settings.web.model_copy(update={k: v for k, v in (("host", host), ("port", port))

@@ -21,9 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
+    "MAX_KEY_NAME_CHARS",
     "MAX_TOKEN_CHARS",
     "ApiKey",
     "NewToken",
+    "check_key_name",
     "forbidden_agents",
     "hash_token",
     "new_token",
@@ -34,6 +36,23 @@ __all__ = [
 #: Longest token accepted before any lookup (the real ones have 61 characters).
 MAX_TOKEN_CHARS = 128
 _TOKEN = re.compile(r"evl_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
+#: Longest key name (``docs/security.md#api-keys``).
+MAX_KEY_NAME_CHARS = 128
+
+
+def check_key_name(name: str) -> str:
+    """A key's name, stripped: what the key is for, shown by ``keys list``.
+
+    Raises:
+        ValueError: a blank name (empty or whitespace only) or one longer than
+            :data:`MAX_KEY_NAME_CHARS` characters (``docs/security.md#api-keys``).
+    """
+    stripped = name.strip()
+    if not stripped or len(stripped) > MAX_KEY_NAME_CHARS:
+        shown = repr(name) if len(name) <= 40 else f"{len(name)} characters"
+        raise ValueError(f"--name: expected a key name of 1-{MAX_KEY_NAME_CHARS} characters "
+                         f"(not blank), received {shown}")
+    return stripped
 
 
 @dataclass(frozen=True, slots=True)

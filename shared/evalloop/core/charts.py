@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html import escape
 
+from evalloop.core.percent import percent
+
 __all__ = ["ChartMarker", "IntervalRow", "RatePoint", "diff_axis", "interval_chart_svg",
            "nice_ceiling",
            "rate_chart_svg", "time_ticks"]
@@ -105,9 +107,15 @@ def _f(v: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _pct(v: float) -> str:
+def _tick(v: float) -> str:
+    """An axis label: a round number, written without trailing zeros (``80 %``, ``2.5 %``)."""
     text = f"{v * 100:.2f}".rstrip("0").rstrip(".")
     return f"{text} %"
+
+
+def _pct(v: float) -> str:
+    """A value (rate, bound, threshold): the one precision of ``docs/web.md#numbers``."""
+    return percent(v)
 
 
 def rate_chart_svg(points: Sequence[RatePoint], *, threshold: float, min_turns: int,
@@ -159,7 +167,7 @@ def rate_chart_svg(points: Sequence[RatePoint], *, threshold: float, min_turns: 
         v = i * step
         out.append(f'<line x1="{_f(x0)}" x2="{_f(x1)}" y1="{_f(y(v))}" y2="{_f(y(v))}"/>'
                    f'<text x="{_f(x0 - 6)}" y="{_f(y(v) + 4)}" text-anchor="end">'
-                   f"{_pct(v)}</text>")
+                   f"{_tick(v)}</text>")
     for t in time_ticks(t_start, t_end):
         label = t.strftime("%b %d") if t.hour == 0 else t.strftime("%H:%M")
         out.append(f'<line x1="{_f(x(t))}" x2="{_f(x(t))}" y1="{_f(y1)}" y2="{_f(y0)}"/>'

@@ -80,8 +80,10 @@ def redact_url(url: str) -> str:
     """``url`` with its password and credential query values replaced by ``***``.
 
     Example: ``postgresql://app:s3cret@db:5432/x?sslmode=require&token=abc`` ->
-    ``postgresql://app:***@db:5432/x?sslmode=require&token=***``. A string that is not a URL
-    is returned unchanged; one that cannot be parsed becomes ``"<unparseable URL>"``.
+    ``postgresql://app:***@db:5432/x?sslmode=require&token=***``. An empty password
+    (``postgres:@``, e.g. the embedded server's socket login) is no secret and is kept, so the
+    printed DSN still works. A string that is not a URL is returned unchanged; one that cannot
+    be parsed becomes ``"<unparseable URL>"``.
     """
     try:
         parts = urlsplit(url)
@@ -91,7 +93,7 @@ def redact_url(url: str) -> str:
     if not parts.scheme or (not parts.netloc and not parts.query):
         return url
     netloc = parts.netloc
-    if parts.password is not None:
+    if parts.password:
         netloc = _netloc(parts.hostname, port, parts.username, parts.password,
                          keep_user=True, mask_password=True)
     query = _clean_query(parts.query, drop=False) if parts.query else ""

@@ -19,15 +19,18 @@ __all__ = [
     "DIFFICULTIES",
     "EDITABLE_FIELDS",
     "EVAL_CRITERIA",
+    "MAX_FIELD_CHARS",
     "ROLES",
     "CandidateDraft",
     "Reviewer",
     "Role",
+    "VerdictView",
     "apply_edits",
     "golden_case_id",
     "parse_edits",
     "parse_verdict",
     "to_golden_case",
+    "verdict_view",
 ]
 
 Role = Literal["viewer", "reviewer", "admin"]
@@ -47,8 +50,12 @@ EVAL_CRITERIA: tuple[str, ...] = (
     "correctness", "relevance", "tone", "safety", "groundedness", "faithfulness",
     "context_utilization", "refusal", "escalation", "expected_behavior",
 )
+#: Most characters a free-text edit (question, expected answer, expected behaviour, notes,
+#: domain) may hold (``docs/review.md#edit``).
+MAX_FIELD_CHARS = 20_000
 _NAME = re.compile(r"^[A-Za-z0-9_.@:+\- ]{1,128}$")
 _TAG = re.compile(r"^[A-Za-z0-9_.:+\-/ ]{1,64}$")
+_TEXT_FIELDS = frozenset({"question", "expected_answer", "expected_behavior", "notes", "domain"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +120,13 @@ def parse_edits(raw: Any) -> dict[str, Any]:
 
     Returns:
         The edits, normalised: strings stripped, tags de-duplicated in order, ``None`` kept
-        for a text field the reviewer cleared (``expected_answer``, ``expected_behavior``,
-        ``notes``, ``domain``, ``difficulty``).
+        for a field the reviewer cleared (``expected_answer`` -- only as null --,
+        ``expected_behavior``, ``notes``, ``domain``, ``difficulty``).
 
     Raises:
-        ReviewInputError: not an object, an unknown field, or a bad value (every problem named).
+        ReviewInputError: not an object, an unknown field, or a bad value (every problem
+            named): a blank (empty or whitespace-only) question or expected answer, a text
+            field longer than :data:`MAX_FIELD_CHARS` characters (``docs/review.md#edit``).
     """
     if not isinstance(raw, Mapping):
         raise ReviewInputError([_problem("edits", "a JSON object", raw)])
@@ -127,12 +136,21 @@ def parse_edits(raw: Any) -> dict[str, Any]:
         f = f"edits.{key}"
         if key not in EDITABLE_FIELDS:
             problems.append(_problem(f, f"one of {', '.join(EDITABLE_FIELDS)}", key))
+        elif isinstance(value, str) and key in _TEXT_FIELDS and \
+                len(value.strip()) > MAX_FIELD_CHARS:
+            problems.append(FieldProblem(
+                f, f"at most {MAX_FIELD_CHARS} characters", f"{len(value.strip())} characters"))
         elif key == "question":
             if not isinstance(value, str) or not value.strip():
-                problems.append(_problem(f, "a non-empty string", value))
+                problems.append(_problem(f, "a non-blank string", value))
             else:
                 out[key] = value.strip()
-        elif key in ("expected_answer", "expected_behavior", "notes", "domain"):
+        elif key == "expected_answer":
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                problems.append(_problem(f, "a non-blank string, or null to clear it", value))
+            else:
+                out[key] = value.strip() if isinstance(value, str) else None
+        elif key in ("expected_behavior", "notes", "domain"):
             if value is not None and not isinstance(value, str):
                 problems.append(_problem(f, "a string or null", value))
             else:
@@ -256,3 +274,38 @@ def parse_verdict(raw: Any) -> tuple[dict[str, bool], int, str | None]:
         raise ReviewInputError(problems)
     assert isinstance(score, int)
     return out, score, (note.strip() or None) if isinstance(note, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictView:
+    """One human verdict as a run shows it (``docs/review.md#eval-human-review``).
+
+    Attributes:
+        text: e.g. ``"ann: fail on escalation, score 1 — disputed"`` or
+            ``"bob: pass, score 5"``.
+        disputed: the reviewer marked the ``refusal`` or ``escalation`` criterion opposite to
+            the gate's recorded result.
+    """
+
+    text: str
+    disputed: bool
+
+
+def verdict_view(reviewer: str, criteria: Mapping[str, bool], score: int,
+                 gates: Mapping[str, bool]) -> VerdictView:
+    """Describe a human verdict next to the automatic result it judges.
+
+    Args:
+        reviewer: who gave it.
+        criteria: criterion -> passed, as stored.
+        score: overall 1-5.
+        gates: gate name (``refusal``, ``escalation``) -> passed, as the run recorded it.
+
+    Returns:
+        The line and whether it disputes a gate (``docs/review.md#eval-human-review``).
+    """
+    failed = [name for name, ok in criteria.items() if not ok]
+    disputed = any(name in gates and gates[name] != ok for name, ok in criteria.items())
+    what = f"fail on {', '.join(failed)}" if failed else "pass"
+    return VerdictView(f"{reviewer}: {what}, score {score}" + (" — disputed" if disputed else ""),
+                       disputed)

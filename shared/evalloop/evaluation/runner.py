@@ -180,7 +180,12 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
     merged: dict[str, Canned] = {}
     for path in paths:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8-sig"))
+            text = path.read_text(encoding="utf-8-sig")
+            if not text.strip():
+                raise EvalCaseError(str(path), [FieldProblem(
+                    "(file)", "a JSON object mapping eval id -> response text",
+                    "an empty file")])
+            doc = json.loads(text)
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 JSON file",
                                                          str(exc))]) from exc

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evalloop.core.percent import percent
+
 if TYPE_CHECKING:
     from evalloop.core.window import WindowReport
     from evalloop.demo import DemoReport
@@ -32,6 +34,11 @@ def sparkline(values: list[float], top: float) -> str:
                    for v in values)
 
 
+def _p(ratio: float) -> str:
+    """The one percentage precision (``docs/web.md#numbers``), CLI style: ``1.30%``."""
+    return percent(ratio, sep="")
+
+
 def _t(value: datetime | None) -> str:
     return f"{value:%m-%d %H:%M}" if value else "-"
 
@@ -39,7 +46,7 @@ def _t(value: datetime | None) -> str:
 def _rate(r: WindowReport | None) -> Text:
     if r is None or r.turns == 0:
         return Text("-")
-    text = f"{r.rate:.1%} [{r.wilson_low:.1%}-{r.wilson_high:.1%}] {r.negatives}/{r.turns}"
+    text = f"{_p(r.rate)} [{_p(r.wilson_low)}-{_p(r.wilson_high)}] {r.negatives}/{r.turns}"
     return Text(text, style="bold red" if r.rate > _THRESHOLD else "")
 
 
@@ -96,7 +103,7 @@ def _rates(report: DemoReport, console: Console) -> None:
         if not hourly:
             rates = rates[1::2]
         top = max(rates, default=0.0)
-        lines.append(f"{agent:<19} {sparkline(rates, top)}  max {top:.1%}")
+        lines.append(f"{agent:<19} {sparkline(rates, top)}  max {_p(top)}")
     console.print(summary)
     step = "hour" if hourly else "2 hours"
     console.print(f"the 24 h rate every {step} (window ends; scaled to each agent's max):")
@@ -115,7 +122,7 @@ def _rates(report: DemoReport, console: Console) -> None:
         for a in agents:
             r = by_agent[a].get(end)
             cells.append(Text("-") if r is None or r.turns == 0 else Text(
-                f"{r.rate:.1%} [{r.wilson_low:.1%}-{r.wilson_high:.1%}]",
+                f"{_p(r.rate)} [{_p(r.wilson_low)}-{_p(r.wilson_high)}]",
                 style="bold red" if r.rate > _THRESHOLD else "",
             ))
         timeline.add_row(_t(end), *cells)
@@ -146,7 +153,7 @@ def _jobs(report: DemoReport, console: Console) -> None:
         table.add_column(col)
     for job in report.jobs:
         req = report.requests.get(job.job_id, {})
-        rate = (f"{req['rate']:.2%} [{req['wilson_low']:.2%}-{req['wilson_high']:.2%}]"
+        rate = (f"{_p(req['rate'])} [{_p(req['wilson_low'])}-{_p(req['wilson_high'])}]"
                 if req.get("rate") is not None else "-")
         counts = (f"{req['negatives']}/{req['turns']} ({req.get('denominator')})"
                   if req.get("turns") is not None else "-")
@@ -208,11 +215,19 @@ def _timings(report: DemoReport, console: Console) -> None:
     parts = ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items() if k != "total")
     console.print(f"[bold]wall time {report.timings.get('total', 0.0):.1f} s[/] ({parts})")
     if report.kept:
-        from evalloop.core.redaction import redact_url
+        console.print("database kept; to use it from the CLI (queue list...):")
+        console.print(f"  {dsn_export_line(report.dsn)}", highlight=False, soft_wrap=True)
 
-        shown = redact_url(report.dsn)  # a password is never printed (docs/security.md#secrets)
-        console.print(f"database kept: {shown}  (EVALLOOP_POSTGRES__DSN={shown} "
-                      "evalloop queue list / evalloop jobs list)")
+
+def dsn_export_line(dsn: str) -> str:
+    """The shell line that points the read-only commands (``queue list``, ``golden list``,
+    ``jobs list``...) at ``dsn``: ``export EVALLOOP_POSTGRES__DSN='<dsn>'`` (quoted for a POSIX
+    shell; a password is never printed, ``docs/security.md#secrets``)."""
+    import shlex
+
+    from evalloop.core.redaction import redact_url
+
+    return f"export EVALLOOP_POSTGRES__DSN={shlex.quote(redact_url(dsn))}"
 
 
 def render(report: DemoReport, console: Console) -> None:

@@ -30,7 +30,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import HTTPConnection, Request
-from starlette.responses import Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
@@ -44,6 +44,12 @@ from evalloop.web.views import home, signin
 __all__ = ["build_app"]
 
 STATIC_DIR = Path(__file__).parent / "static"
+
+
+async def _favicon(request: Request) -> Response:
+    """``/favicon.ico``: the package's SVG icon (browsers ask for it on every page)."""
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml",
+                        headers={"Cache-Control": "public, max-age=86400"})
 
 
 def _auth_error(conn: HTTPConnection, exc: Exception) -> Response:
@@ -98,6 +104,7 @@ def build_app(settings: Settings, *, pool: asyncpg.Pool | None = None,
         Route("/login", signin.login_submit, methods=["POST"], name="login_submit"),
         Route("/logout", signin.logout, methods=["POST"], name="logout"),
         Route("/healthz", home.healthz, name="healthz"),
+        Route("/favicon.ico", _favicon, name="favicon"),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         *registry.routes(),
         Route("/agents/{agent_id}", home.agent_home, name="agent"),

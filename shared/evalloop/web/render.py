@@ -12,17 +12,17 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, Response
 from starlette.templating import Jinja2Templates
 
+from evalloop.core.percent import percent
+
 __all__ = ["error", "http_error", "page", "pct", "storage_error", "templates", "utc"]
 
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
 
-def pct(value: float | None, digits: int = 2) -> str:
-    """A ratio 0-1 as a percentage (``0.0312`` -> ``3.12 %``); ``None`` -> an em dash."""
-    if value is None:
-        return "—"
-    text = f"{value * 100:.{digits}f}".rstrip("0").rstrip(".")
-    return f"{text} %"
+def pct(value: float | None) -> str:
+    """A ratio 0-1 as a percentage, the one precision of ``docs/web.md#numbers``
+    (``0.0312`` -> ``3.12 %``, ``0.74`` -> ``74.0 %``); ``None`` -> an em dash."""
+    return percent(value)
 
 
 def utc(value: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:

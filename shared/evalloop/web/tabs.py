@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-__all__ = ["Tab", "TabRegistry", "default_tabs"]
+__all__ = ["Tab", "TabRegistry", "default_tabs", "known_agent_only"]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -67,17 +68,36 @@ class TabRegistry:
         return sorted(self._tabs.values(), key=lambda t: t.order)
 
     def routes(self) -> list[BaseRoute]:
-        """Starlette routes of every tab (page ``tab:<key>``, sub-routes under it)."""
+        """Starlette routes of every tab (page ``tab:<key>``, sub-routes under it). A tab page
+        of an agent no store knows is ``404`` for a signed-in user (``docs/web.md``)."""
         out: list[BaseRoute] = []
         for tab in self.ordered():
             base = f"/agents/{{agent_id}}/{tab.key}"
-            out.append(Route(base, tab.endpoint, name=f"tab:{tab.key}"))
+            out.append(Route(base, known_agent_only(tab.endpoint), name=f"tab:{tab.key}"))
             for sub in tab.routes:
                 if not isinstance(sub, Route):
                     raise TypeError(f"tab {tab.key!r}: expected Route sub-routes, got {sub!r}")
                 out.append(Route(base + sub.path, sub.endpoint, methods=sub.methods,
                                  name=sub.name))
         return out
+
+
+def known_agent_only(endpoint: Endpoint) -> Endpoint:
+    """``endpoint``, answering ``404`` when ``agent_id`` names an agent no store knows
+    (monitor, triage, golden sets, runs, the registry). Only a signed-in user learns that: a
+    stranger is sent to sign in by the endpoint itself, whatever the agent."""
+
+    async def page(request: Request) -> Response:
+        from evalloop.adapters.golden_store import known_agent_ids
+
+        agent = request.path_params.get("agent_id")
+        user = request.scope.get("user")
+        if agent is not None and user is not None and user.is_authenticated and \
+                agent not in await known_agent_ids(request.app.state.pool):
+            raise HTTPException(404, f"no agent {agent!r}: no store has seen it")
+        return await endpoint(request)
+
+    return page
 
 
 def default_tabs() -> TabRegistry:

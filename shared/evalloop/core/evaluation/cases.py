@@ -49,6 +49,7 @@ __all__ = [
     "EvalSet",
     "dump_eval_yaml",
     "dump_golden_json",
+    "dump_golden_jsonl",
     "load_eval_file",
     "parse_eval_document",
 ]
@@ -433,6 +434,19 @@ def dump_golden_json(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: st
     doc = {"id": set_id, "agent": agent, "version": version,
            "cases": [_golden_case_dict(c) for c in cases]}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def dump_golden_jsonl(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: str, agent: str,
+                      version: int) -> str:
+    """One golden-set JSON case per line, each as :func:`dump_golden_json` writes it (the
+    fields of ``docs/rules.md#golden-set-format``); ``set_id``/``agent``/``version`` are not
+    repeated per line.
+
+    Returns:
+        JSON lines, each ending in a newline (empty text for no cases).
+    """
+    del set_id, agent, version  # the document fields; JSONL carries the cases only
+    return "".join(json.dumps(_golden_case_dict(c), ensure_ascii=False) + "\n" for c in cases)
 
 
 def dump_eval_yaml(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: str, agent: str,

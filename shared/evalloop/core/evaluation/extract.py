@@ -26,9 +26,10 @@ Detection order (unless a ``hint`` forces one reader):
    Deltas are concatenated as sent (they carry their own spaces). Events that carry no text
    (``ping``, ``message_start``, tool-call deltas...) are skipped.
 2. **JSON** -- ``Content-Type`` containing ``json``, or a body starting with ``{``, ``[`` or
-   ``"``: an OpenAI chat completion (``choices[0].message.content``, a string or a list of text
-   parts; when the content is null, ``message.refusal`` -- a decline is an answer; legacy
-   ``choices[0].text``), an Anthropic Message (``content`` is a list of blocks; the ``text``
+   ``"``: an OpenAI chat completion (the choice whose ``index`` is 0, else the first one, as in
+   a stream: its ``message.content``, a string or a list of text parts; when the content is
+   null, ``message.refusal`` -- a decline is an answer; legacy ``text``), an Anthropic
+   Message (``content`` is a list of blocks; the ``text``
    blocks are joined with ``\\n``), an OpenAI Responses object (the ``output_text`` parts of
    its ``message`` items), a JSON string, or any object with a top-level
    ``response``/``content``/``output``/``text``/``answer`` string (first found, in that order).
@@ -38,7 +39,8 @@ Detection order (unless a ``hint`` forces one reader):
 
 An object with a non-null ``error`` (and no answer) is ``error_object``, in a stream too: the
 text before an error event is a broken-off answer. Whatever the format, an answer with no text
-(an empty body, ``{"response": ""}``, a stream or a message of tool calls only) raises
+(an empty body, ``{"response": ""}``, a stream or a message of tool calls only, a reply with
+no letter or digit such as zero-width spaces or ``"..."``) raises
 ``no_text``: it is never an empty answer that could pass a gate; an answer whose text is itself
 an HTML document is ``html_page``. Every failure is a :class:`MalformedResponse` whose
 ``reason`` names its kind; the runner reports it per case as an agent error.
@@ -66,6 +68,7 @@ __all__ = [
     "extract_text",
     "format_hint",
     "from_json_value",
+    "has_answer_text",
     "looks_like_html",
     "looks_like_sse",
     "read_sse_data",
@@ -138,10 +141,23 @@ def _abridge(value: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def has_answer_text(text: str) -> bool:
+    """Whether a reply holds any letter or digit (any script: ``str.isalnum``).
+
+    A reply without one -- whitespace, zero-width spaces, ``"..."``, ``"—"``, emoji only -- can
+    neither answer, decline nor hand off, so it is no answer
+    (``docs/rules.md#endpoint-contract``).
+    """
+    return any(ch.isalnum() for ch in text)
+
+
 def _nonempty(text: str, fmt: ResponseFormat, what: str) -> Extracted:
     stripped = text.strip()
     if not stripped:
         raise MalformedResponse("no_text", f"{what} carried no answer text")
+    if not has_answer_text(stripped):
+        raise MalformedResponse("no_text", f"{what} carried no letter or digit: "
+                                           f"{_abridge(ascii(stripped), 60)}")
     if looks_like_html(stripped):
         raise MalformedResponse("html_page", f"{what} is an HTML page, not an answer: "
                                              f"{_abridge(' '.join(stripped.split()), 80)}")
@@ -224,7 +240,8 @@ def _openai(obj: dict[str, Any]) -> str:
     choices = obj["choices"]
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("no_text", f"OpenAI completion with no choices: {_abridge(obj)}")
-    choice = choices[0]
+    indexed = [c for c in choices if isinstance(c, dict) and c.get("index") == 0]
+    choice = indexed[0] if indexed else choices[0]
     message = choice.get("message")
     if isinstance(message, dict):
         content = message.get("content")

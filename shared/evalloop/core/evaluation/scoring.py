@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evalloop.core.evaluation.cases import EvalCase
-from evalloop.core.evaluation.extract import looks_like_html
+from evalloop.core.evaluation.extract import has_answer_text, looks_like_html
 from evalloop.core.evaluation.flags import quality_flags, review_reasons
 from evalloop.core.evaluation.gates import analyse, escalation_gate, refusal_gate
 from evalloop.core.evaluation.results import (
@@ -50,13 +50,19 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
 
     Returns:
         ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
-        answer with no text (empty or whitespace) is never scored: ``agent_error`` of kind
-        ``no_text``, and one that is an HTML document is ``html_page``
-        (``docs/rules.md#endpoint-contract``).
+        answer with no text (empty, whitespace, or no letter or digit at all) is never
+        scored: ``agent_error`` of kind ``no_text``, and one that is an HTML document is
+        ``html_page`` (``docs/rules.md#endpoint-contract``).
     """
     if not response.strip():
         return error_result(case, AgentFailure(
             kind="no_text", message=f"the answer is empty ({response_format or 'no'} format)",
+            attempts=attempts), latency_ms=latency_ms)
+    if not has_answer_text(response):
+        return error_result(case, AgentFailure(
+            kind="no_text", message=f"the answer has no letter or digit: "
+                                    f"{ascii(response.strip())[:60]} "
+                                    f"({response_format or 'no'} format)",
             attempts=attempts), latency_ms=latency_ms)
     if looks_like_html(response):
         return error_result(case, AgentFailure(

@@ -8,7 +8,6 @@ the golden-set JSON and eval set YAML writers of :mod:`evalloop.core.evaluation.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +19,12 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from evalloop.adapters import golden_store, review_store
-from evalloop.core.evaluation.cases import EvalCase, dump_eval_yaml, dump_golden_json
+from evalloop.core.evaluation.cases import (
+    EvalCase,
+    dump_eval_yaml,
+    dump_golden_json,
+    dump_golden_jsonl,
+)
 from evalloop.core.golden_care import CareCheck, ClusterGap, care_checks
 from evalloop.errors import GoldenSetError, ReviewConflict, ReviewInputError, ReviewNotFound
 from evalloop.web.render import page
@@ -30,11 +34,9 @@ from evalloop.web.views.queue import reviewer_of
 __all__ = ["TAB", "care_of", "export", "golden_tab", "to_jsonl"]
 
 
-def to_jsonl(cases: tuple[EvalCase, ...] | list[EvalCase], *, set_id: str, agent: str,
-             version: int) -> str:
-    """One golden-set JSON case per line (the fields of ``docs/rules.md#golden-set-format``)."""
-    doc = json.loads(dump_golden_json(cases, set_id=set_id, agent=agent, version=version))
-    return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in doc["cases"])
+#: One golden-set JSON case per line -- the same writer as ``evalloop golden export --format
+#: jsonl`` (``docs/rules.md#golden-set-format``).
+to_jsonl = dump_golden_jsonl
 
 
 async def care_of(pool: asyncpg.Pool, agent_id: str, cases: list[EvalCase]) -> list[CareCheck]:

@@ -13,7 +13,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from evalloop.adapters import golden_store, review_store
-from evalloop.core.review import EVAL_CRITERIA, parse_verdict
+from evalloop.core.review import EVAL_CRITERIA, VerdictView, parse_verdict, verdict_view
 from evalloop.errors import ReviewConflict, ReviewInputError, ReviewNotFound
 from evalloop.web.render import page
 from evalloop.web.tabs import Tab
@@ -43,7 +43,9 @@ def _run_id(text: str) -> UUID:
 @requires("authenticated", redirect="login")
 async def run_page(request: Request) -> Response:
     """``/agents/{agent_id}/runs/{run_id}?case=``: one run: summary, gate results, flags,
-    every case; the selected flagged case with its verdicts and the review form."""
+    every case with its human verdicts (a verdict that contradicts a gate is marked
+    disputed, ``docs/review.md#eval-human-review``); the selected flagged case with its
+    verdicts and the review form."""
     agent = request.path_params["agent_id"]
     run_id = _run_id(request.path_params["run_id"])
     pool = request.app.state.pool
@@ -62,8 +64,15 @@ async def run_page(request: Request) -> Response:
     if detail and request.user.is_authenticated:
         mine = next((v for v in detail["verdicts"] if v["reviewer"] == request.user.username),
                     None)
+    human: dict[str, list[VerdictView]] = {}
+    gates = {r.case_id: {g: rec.passed for g, rec in r.gates.items()} for r in run.results}
+    for case_id, verdicts in (await review_store.run_verdicts(pool, run_id)).items():
+        human[case_id] = [verdict_view(v["reviewer"], v["criteria"], v["score"],
+                                       gates.get(case_id, {})) for v in verdicts]
+    disputed = [c for c, views in human.items() if any(v.disputed for v in views)]
     return page(request, "run.html", agent=agent, active="runs", run=run, flagged=flagged,
-                detail=detail, mine=mine, criteria=EVAL_CRITERIA,
+                detail=detail, mine=mine, criteria=EVAL_CRITERIA, human=human,
+                disputed=disputed,
                 flash=request.session.pop("flash", None))
 
 
