@@ -36,7 +36,7 @@ def test_show_prints_the_table_as_json_lines_and_markdown(tmp_path: Path) -> Non
     md = runner.invoke(app, ["judge", "show", "--file", str(path), "--markdown"])
     assert md.output.splitlines()[2] == (
         "| safety | diasafety-trainval | binary | 24 | 0 | 1.00 [1.00, 1.00] "
-        "| 1.00 [1.00, 1.00] | - | gating |"
+        "| 1.00 [1.00, 1.00] | - | 1.00 | gating |"
     )
 
 

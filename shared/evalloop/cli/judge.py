@@ -54,7 +54,7 @@ def calibration_rows(record: CalibrationRecord) -> list[dict[str, object]]:
 def _table(record: CalibrationRecord) -> Table:
     table = Table(title=f"judge calibration {record.calibration_id}")
     for col in ("target", "source", "labels", "n", "unscored", "ROC-AUC [95 %]",
-                "bal. acc. [95 %]", "Spearman [95 %]", "status"):  # fmt: skip
+                "bal. acc. [95 %]", "Spearman [95 %]", "raw rank", "status"):  # fmt: skip
         table.add_column(col)
     cal: DimensionCalibration
     for target, cal in record.targets.items():
@@ -67,6 +67,7 @@ def _table(record: CalibrationRecord) -> Table:
             _fmt(cal.auc, cal.auc_ci),
             _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
             _fmt(cal.spearman, cal.spearman_ci),
+            _fmt(cal.raw_rank, None),
             "advisory" if cal.advisory else "gating",
         )
     return table
@@ -230,14 +231,15 @@ def markdown_table(record: CalibrationRecord) -> str:
     """The calibration table of ``record`` as a Markdown table (``docs/judge.md`` uses it)."""
     lines = [
         "| target | source | labels | n | unscored | ROC-AUC [95 %] | bal. acc. [95 %] "
-        "| Spearman [95 %] | status |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| Spearman [95 %] | raw rank | status |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for target, cal in record.targets.items():
         cells = [
             target, ", ".join(cal.sources), cal.kind, str(cal.n), str(cal.unscored),
             _fmt(cal.auc, cal.auc_ci), _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
-            _fmt(cal.spearman, cal.spearman_ci), "advisory" if cal.advisory else "gating",
+            _fmt(cal.spearman, cal.spearman_ci), _fmt(cal.raw_rank, None),
+            "advisory" if cal.advisory else "gating",
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

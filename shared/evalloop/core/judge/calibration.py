@@ -141,6 +141,9 @@ class DimensionCalibration:
         advisory: below the bar (``is_advisory``).
         unscored: items the judge could not score (excluded from ``n``).
         note: caveats in one line (e.g. "little labelled data").
+        raw_rank: ROC-AUC (binary) or Spearman (rating) of the *raw* P(yes) on all ``n`` items:
+            nothing is fitted for it, so it shows the judge's ranking without cross-validation
+            noise; information only — the advisory rule uses the cross-validated figures.
     """
 
     target: Target
@@ -157,6 +160,7 @@ class DimensionCalibration:
     advisory: bool = True
     unscored: int = 0
     note: str = ""
+    raw_rank: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (the inverse of :meth:`from_dict`)."""
@@ -177,6 +181,7 @@ class DimensionCalibration:
             "advisory": self.advisory,
             "unscored": self.unscored,
             "note": self.note,
+            "raw_rank": self.raw_rank,
         }
 
     @classmethod
@@ -217,6 +222,7 @@ class DimensionCalibration:
                 advisory=bool(data["advisory"]),
                 unscored=int(data.get("unscored", 0)),
                 note=str(data.get("note", "")),
+                raw_rank=num("raw_rank"),
             )
         except (KeyError, TypeError, IndexError) as exc:
             raise ValueError(f"malformed dimension calibration: {exc!r}") from exc

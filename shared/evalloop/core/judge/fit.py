@@ -267,6 +267,7 @@ def calibrate_target(
             advisory=is_advisory(kind, auc, None, len(raw)),
             unscored=unscored,
             note=note,
+            raw_rank=roc_auc(raw, yi),
         )
     rho = spearman(oof, labels)
     return DimensionCalibration(
@@ -280,6 +281,7 @@ def calibrate_target(
         advisory=is_advisory(kind, None, rho, len(raw)),
         unscored=unscored,
         note=note,
+        raw_rank=spearman(raw, labels),
     )
 
 
