@@ -95,6 +95,8 @@ async def test_a_reviewer_walks_through_the_loop(
     from playwright.async_api import Page, expect
 
     page: Page = browser_page  # type: ignore[assignment]
+    # a loaded 2-core machine can take longer than Playwright's 5 s default per assertion
+    expect.set_options(timeout=15_000)
     # sign in (the first page redirects to the sign-in form)
     await page.goto(server + "/")
     await expect(page).to_have_url(re.compile(re.escape(server) + r"/login\?next="))

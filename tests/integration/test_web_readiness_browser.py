@@ -35,6 +35,8 @@ async def test_a_reviewer_walks_the_readiness_tabs_and_approves_a_checkpoint(
     from playwright.async_api import Page, expect
 
     page: Page = browser_page  # type: ignore[assignment]
+    # a loaded 2-core machine can take longer than Playwright's 5 s default per assertion
+    expect.set_options(timeout=15_000)
     await page.goto(f"{server}/agents/{AGENT}/feedback")
     await page.get_by_label("User name").fill("rita")
     await page.get_by_label("Password").fill(PASSWORD)
