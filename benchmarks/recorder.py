@@ -440,7 +440,8 @@ async def main(argv: list[str] | None = None) -> int:
 
         dsn = await fresh_db(admin_dsn, f"evalloop_bench_rec_{tag}", stack)
         settings = Settings(postgres=PostgresSettings(dsn=dsn), kafka=kafka,
-                            recorder=RecorderSettings(max_records=args.batch))
+                            recorder=RecorderSettings(max_records=args.batch,
+                                                      process_gc=True))
         pool = await connect_pool(dsn, min_size=1, max_size=2)
         stack.push_async_callback(pool.close)
         first = await run_recorder(settings, len(items), GROUP_RECORDER,

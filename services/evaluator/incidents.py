@@ -1,10 +1,11 @@
 """Escalation incidents -> golden-set candidates (seed 003 cadence: "After any escalation
 incident: add case covering the incident scenario").
 
-Every ``escalation`` event on ``feedback.events.v1`` proposes one candidate to the review queue:
-the turn's question as the case input, the answer the agent gave, and "hand the conversation to
-a human" as the expected behaviour (the incident shows the scenario needs one). A reviewer
-confirms, edits or rejects it like any other candidate; confirmed, it becomes a golden-set case
+Every ``escalation`` event on ``feedback.recorded.v1`` (accepted by the recorder) proposes one
+candidate to the review queue: the turn's question as the case input, the answer the agent
+gave, and "hand the conversation to a human" as the expected behaviour (the incident shows the
+scenario needs one). A reviewer confirms, edits or rejects it like any other candidate;
+confirmed, it becomes a golden-set case
 with ``should_escalate: true``.
 
 * The candidate id is derived from the agent and the question's key (the review queue's
@@ -33,12 +34,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-
 from evalloop.adapters.bus import Record
+from evalloop.adapters.event_store import first_agent_responses
+from evalloop.adapters.triage_store import IncidentRow, mark_incidents_published, queue_incidents
 from evalloop.core.fusion import TurnKey, case_id_for
 from evalloop.core.ranking import question_key
-from evalloop.errors import InvalidEvent, StorageError
+from evalloop.errors import InvalidEvent
 from evalloop.events import (
     CandidateProposed,
     ContextChunk,
@@ -139,70 +140,14 @@ def incident_candidate(
                              event.requested_by, case)
 
 
-async def _turns(pool: asyncpg.Pool, keys: list[tuple[str, str, str]]) -> dict[
-        tuple[str, str, str], dict[str, Any]]:
-    """The stored ``agent_response`` payload of each (agent, conversation, turn), if any."""
-    if not keys:
-        return {}
-    try:
-        rows = await pool.fetch(
-            """
-            SELECT DISTINCT ON (e.agent_id, e.conversation_id, e.turn_id)
-                   e.agent_id, e.conversation_id, e.turn_id, e.payload
-              FROM events e
-              JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(a, c, t)
-                ON e.agent_id = k.a AND e.conversation_id = k.c AND e.turn_id = k.t
-             WHERE e.event_type = 'agent_response'
-             ORDER BY e.agent_id, e.conversation_id, e.turn_id, e.occurred_at
-            """,
-            [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys],
-        )
-    except (asyncpg.PostgresError, OSError) as exc:
-        raise StorageError(f"reading the turns of escalations failed: {exc}") from exc
-    return {(r["agent_id"], r["conversation_id"], r["turn_id"]): r["payload"] for r in rows}
-
-
-async def _queue(pool: asyncpg.Pool, items: list[IncidentCandidate]) -> list[CandidateProposed]:
-    """Insert the candidates (idempotent on the id and on (agent, question key)); return the
-    proposals of this batch still to be published (newly queued, or queued earlier but never
-    published: the outbox of migration 0003)."""
-    rows = [(i.proposal.candidate_id, i.proposal.agent_id, question_key(i.proposal.question),
-             case_id_for(TurnKey(i.proposal.agent_id, *i.turn)), i.proposal.cluster_id,
-             i.proposal.cluster_label, i.proposal.question, i.proposal.answer_given,
-             i.proposal.evidence_event_ids, i.proposal.confidence,
-             {"source": "escalation_incident", "requested_by": i.requested_by},
-             i.proposal.proposed_at) for i in items]
-    try:
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.executemany(
-                """
-                INSERT INTO review_queue (candidate_id, agent_id, question_key, case_id,
-                                          cluster_id, cluster_label, question, answer_given,
-                                          evidence_event_ids, confidence, confidence_parts,
-                                          proposed_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-                ON CONFLICT DO NOTHING
-                """,
-                rows,
-            )
-            pending = await conn.fetch(
-                "SELECT candidate_id FROM review_queue"
-                " WHERE candidate_id = ANY($1::uuid[]) AND published_at IS NULL",
-                [r[0] for r in rows],
-            )
-    except (asyncpg.PostgresError, OSError) as exc:
-        raise StorageError(f"queueing incident candidates failed: {exc}") from exc
-    todo = {r["candidate_id"] for r in pending}
-    return [i.proposal for i in items if i.proposal.candidate_id in todo]
-
-
-async def _mark_published(pool: asyncpg.Pool, ids: list[uuid.UUID]) -> None:
-    try:
-        await pool.execute(
-            "UPDATE review_queue SET published_at = now()"
-            " WHERE candidate_id = ANY($1::uuid[]) AND published_at IS NULL", ids)
-    except (asyncpg.PostgresError, OSError) as exc:
-        raise StorageError(f"marking incident candidates published failed: {exc}") from exc
+def _queue_row(i: IncidentCandidate) -> IncidentRow:
+    p = i.proposal
+    return IncidentRow(
+        p.candidate_id, p.agent_id, question_key(p.question),
+        case_id_for(TurnKey(p.agent_id, *i.turn)), p.cluster_id, p.cluster_label, p.question,
+        p.answer_given, p.evidence_event_ids, p.confidence,
+        {"source": "escalation_incident", "requested_by": i.requested_by}, p.proposed_at,
+    )
 
 
 async def propose_from_records(deps: Deps, records: list[Record]) -> list[IncidentCandidate]:
@@ -233,7 +178,7 @@ async def propose_from_records(deps: Deps, records: list[Record]) -> list[Incide
         return []
     missing = [(e.agent_id, e.conversation_id, e.turn_id) for e in escalations
                if not e.question or e.context_chunks is None]
-    turns = await _turns(deps.pool, missing)
+    turns = await first_agent_responses(deps.pool, missing)
     now = utc_now()
     out: dict[uuid.UUID, IncidentCandidate] = {}
     for e in escalations:
@@ -252,11 +197,12 @@ async def propose_from_records(deps: Deps, records: list[Record]) -> list[Incide
     items = list(out.values())
     if not items:
         return []
-    to_publish = await _queue(deps.pool, items)
+    todo = await queue_incidents(deps.pool, [_queue_row(i) for i in items])
+    to_publish = [i.proposal for i in items if i.proposal.candidate_id in todo]
     if to_publish:
         await deps.bus.publish_batch(
             deps.topics.candidate_proposed, [(p.agent_id, dump_event(p)) for p in to_publish]
         )
-        await _mark_published(deps.pool, [p.candidate_id for p in to_publish])
+        await mark_incidents_published(deps.pool, [p.candidate_id for p in to_publish])
     queued = {p.candidate_id for p in to_publish}
     return [i for i in items if i.proposal.candidate_id in queued]

@@ -24,8 +24,9 @@ bus never delivered, and gives up on jobs that exhausted ``max_attempts``. A job
 (no endpoint, no golden set) is finished as ``failed`` with the reason; an unreachable agent is
 not a job failure: the runner reports it per case and the run's gate fails.
 
-The second subscription (group ``evalloop-evaluator-incidents``) on ``feedback.events.v1`` turns
-escalation events into golden-set candidates (seed 003 cadence: "After any escalation incident:
+The second subscription (group ``evalloop-evaluator-incidents``) on ``feedback.recorded.v1`` (the
+events the recorder accepted, ``docs/operations.md#the-recorded-stream``) turns escalation events
+into golden-set candidates (seed 003 cadence: "After any escalation incident:
 add case covering the incident scenario"); see :mod:`services.evaluator.incidents`.
 """
 
@@ -108,13 +109,14 @@ class EvaluatorService(Service):
         worker_id: the name this process claims jobs under.
         skipped: ``reeval.requested.v1`` records that could not be decoded (logged, dropped).
         completed: jobs this instance finished (succeeded or failed).
+        job_errors: jobs that raised something unexpected (logged; retried by the sweep).
     """
 
     name = "evaluator"
     consumes = (
         Consumes("reeval_requested", GROUP_EVALUATOR, "on_reeval_requested", ReevalRequested,
                  100),
-        Consumes("feedback_events", GROUP_EVALUATOR_INCIDENTS, "on_feedback_events",
+        Consumes("feedback_recorded", GROUP_EVALUATOR_INCIDENTS, "on_feedback_events",
                  FeedbackEvent, 1000),
     )
     publishes = (
@@ -133,8 +135,11 @@ class EvaluatorService(Service):
         )
         self._queue: asyncio.Queue[UUID] = asyncio.Queue()
         self._in_flight: set[UUID] = set()
+        self._accepting = True
+        self._running = 0  # jobs a worker is in (claim to published completion)
         self.skipped = 0
         self.completed = 0
+        self.job_errors = 0
 
     # ------------------------------------------------------------------ bus handlers
 
@@ -174,12 +179,23 @@ class EvaluatorService(Service):
     async def start(self) -> None:
         """Start the job workers and the sweep (which runs once at once: a job left by a dead
         process is picked up on start-up)."""
+        self._accepting = True
         workers = [self._worker] * self.cfg.max_parallel_jobs
         self.start_background(self._sweep_loop, *workers, name="evaluator-jobs")
 
     async def stop(self) -> None:
-        """Stop taking jobs; a job in flight is released (back to ``requested``) so another
-        worker picks it up at once instead of after the lease."""
+        """Drain, then stop (``docs/operations.md#supervision``): take no new job, let the
+        jobs in flight finish for up to ``evaluator.drain_s`` seconds, then cancel the workers;
+        a job still running is released (back to ``requested``) so another worker picks it up
+        at once instead of after the lease."""
+        self._accepting = False
+        if self._running:
+            log.info("evaluator: draining %d job(s) in flight (at most %.0f s)",
+                     self._running, self.cfg.drain_s)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.cfg.drain_s):
+                    while self._running:  # noqa: ASYNC110 - counted by the workers' tasks
+                        await asyncio.sleep(0.05)
         await self.stop_background()
 
     async def _sweep_loop(self) -> None:
@@ -194,11 +210,23 @@ class EvaluatorService(Service):
     async def _worker(self) -> None:
         while True:
             job_id = await self._queue.get()
+            if not self._accepting:
+                continue  # stopping: the job stays requested; the next sweep queues it again
+            self._running += 1
             try:
                 await self.run_job(job_id)
             except EvalloopError:
                 # Storage or bus down mid-job: the claim goes stale and the sweep retries it.
                 log.exception("evaluator: job %s interrupted; the sweep will retry it", job_id)
+            except Exception:
+                # Anything else (an httpx.DecodingError from a broken agent, a bug): logged
+                # with the job, counted as an attempt (the claim goes stale and the sweep
+                # retries it until max_attempts); the worker takes the next job.
+                self.job_errors += 1
+                log.exception("evaluator: job %s raised unexpectedly; the sweep will retry it "
+                              "(attempts are limited by evaluator.max_attempts)", job_id)
+            finally:
+                self._running -= 1
 
     async def sweep(self) -> list[UUID]:
         """Give up on exhausted jobs (publishing their failure), then queue the due ones.

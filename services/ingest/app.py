@@ -3,7 +3,11 @@
 Contract (issue 2, "Services" and "Bad input"):
 
 * body: one event object or a JSON array of them, ``Content-Type: application/json``
-  (``415`` otherwise), at most ``settings.ingest.max_body_bytes`` bytes (``413``);
+  (``415`` otherwise), at most ``settings.ingest.max_body_bytes`` bytes and
+  ``settings.ingest.max_records`` records (``413``;
+  ``docs/operations.md#bounded-work-per-request``);
+  it is validated in a worker thread, and an error answer lists at most
+  ``settings.ingest.max_errors`` records (``omitted`` counts the rest);
 * every record is validated (``evalloop.events.parse_events``); if ANY record is bad the answer
   is ``422 {"message", "errors": [{"index", "event_id", "reason", "problems": [{"field",
   "expected", "received"}]}]}`` naming every bad record, and nothing of the batch is published;
@@ -21,6 +25,7 @@ Producers may also write to the topic directly; the recorder validates again.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -35,11 +40,11 @@ from starlette.routing import Route
 from evalloop.adapters.bus import Bus
 from evalloop.adapters.event_store import check_storable
 from evalloop.errors import BusError, FieldProblem, InvalidBatch, InvalidEvent
-from evalloop.events import FeedbackEvent, dump_event, parse_events, utc_now
-from evalloop.runtime import topics_for
+from evalloop.events import BatchLimits, FeedbackEvent, dump_event, parse_events, utc_now
+from evalloop.runtime import HealthProvider, health_answer, topics_for
 from evalloop.settings import Settings
 
-__all__ = ["build_http_app", "dedupe_batch"]
+__all__ = ["build_http_app", "decode_body", "dedupe_batch"]
 
 log = logging.getLogger(__name__)
 _REJECTED = "nothing of this batch was published: fix the listed records and send it again"
@@ -90,9 +95,10 @@ def dedupe_batch(events: list[FeedbackEvent]) -> list[FeedbackEvent]:
     return out
 
 
-def _check_storable(body: bytes) -> None:
+def _check_storable(body: bytes, max_errors: int) -> None:
     """Refuse records whose text holds U+0000 (PostgreSQL cannot store it; see
-    ``evalloop.adapters.event_store.check_storable``), naming each by index.
+    ``evalloop.adapters.event_store.check_storable``), naming each by index (the first
+    ``max_errors``; the others are counted).
 
     Raises:
         InvalidBatch: one ``invalid_fields`` error per such record.
@@ -101,14 +107,33 @@ def _check_storable(body: bytes) -> None:
         return
     data = json.loads(body)
     errors: list[InvalidEvent] = []
+    omitted = 0
     for index, record in enumerate(data if isinstance(data, list) else [data]):
         try:
             check_storable(json.dumps(record), index=index)
         except InvalidEvent as exc:
+            if len(errors) >= max_errors:
+                omitted += 1
+                continue
             exc.event_id = str(record.get("event_id"))
             errors.append(exc)
     if errors:
-        raise InvalidBatch(errors)
+        raise InvalidBatch(errors, omitted=omitted)
+
+
+def decode_body(body: bytes, limits: BatchLimits) -> list[FeedbackEvent]:
+    """Validate a request body: parse (bounded by ``limits``), dedupe, refuse unstorable text.
+
+    CPU-bound (up to a few hundred ms for a full body): the app runs it in a worker thread,
+    off the event loop (``docs/operations.md#bounded-work-per-request``).
+
+    Raises:
+        InvalidEvent: the body as a whole is refused (too large, too many records, not JSON).
+        InvalidBatch: records are invalid (at most ``limits.max_errors`` described).
+    """
+    events = dedupe_batch(parse_events(body, limits))
+    _check_storable(body, limits.max_errors)
+    return events
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -121,19 +146,24 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
+def build_http_app(
+    settings: Settings, bus: Bus | None = None, *, health: HealthProvider | None = None
+) -> Starlette:
     """The ingest ASGI app.
 
     Args:
         settings: ``ingest`` limits, ``kafka`` connection and topic prefix.
         bus: publish through this bus (the demo's ``InProcessBus``, tests); ``None`` = a
             ``KafkaBus`` over a FastStream ``KafkaBroker`` connected in the app's lifespan.
+        health: the health of the other services of the process (``evalloop up``), reported
+            by ``/healthz`` and ``/readyz`` (``docs/operations.md#supervision``).
 
     Returns:
-        A Starlette app serving ``POST /v1/events`` and ``GET /healthz``.
+        A Starlette app serving ``POST /v1/events``, ``GET /healthz`` and ``GET /readyz``.
     """
     topic = topics_for(settings).feedback_events
-    limit = settings.ingest.max_body_bytes
+    limits = settings.ingest.limits()
+    limit = limits.max_body_bytes
 
     async def post_events(request: Request) -> JSONResponse:
         ctype = request.headers.get("content-type", "")
@@ -156,13 +186,19 @@ def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
                 f"expected a body of at most {limit} bytes, received more",
             )
         try:
-            events = dedupe_batch(parse_events(body))
-            _check_storable(body)
+            events = await asyncio.to_thread(decode_body, body, limits)
         except InvalidBatch as exc:
-            return _error(422, "invalid_events", f"{len(exc.errors)} invalid record(s); "
-                          + _REJECTED, errors=[e.as_dict() for e in exc.errors])
+            shown = (f" ({len(exc.errors)} listed, {exc.omitted} more not)"
+                     if exc.omitted else "")
+            return _error(422, "invalid_events",
+                          f"{len(exc.errors) + exc.omitted} invalid record(s){shown}; "
+                          + _REJECTED, errors=[e.as_dict() for e in exc.errors],
+                          omitted=exc.omitted)
         except InvalidEvent as exc:
-            return _error(422, "invalid_body", f"{exc}; " + _REJECTED, errors=[exc.as_dict()])
+            status = 413 if exc.reason in ("too_many_records", "oversized") and exc.index is None \
+                else 422
+            code = "payload_too_large" if status == 413 else "invalid_body"
+            return _error(status, code, f"{exc}; " + _REJECTED, errors=[exc.as_dict()])
         if not events:
             return _error(
                 422, "empty_batch", "expected one event object or a non-empty array, received []",
@@ -183,29 +219,41 @@ def build_http_app(settings: Settings, bus: Bus | None = None) -> Starlette:
             )
         return JSONResponse({"accepted": [str(e.event_id) for e in stamped]}, status_code=202)
 
+    def _answer(request: Request, readiness: bool) -> JSONResponse:
+        own_ready = request.app.state.bus is not None
+        if health is None and not readiness:
+            return JSONResponse({"status": "ok", "topic": topic})
+        code, body = health_answer(own_ready, health() if health else [], readiness=readiness)
+        return JSONResponse({**body, "topic": topic}, status_code=code)
+
     async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "topic": topic})
+        return _answer(request, readiness=False)
+
+    async def readyz(request: Request) -> JSONResponse:
+        return _answer(request, readiness=True)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if bus is not None:
             yield
             return
-        from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics
+        from evalloop.adapters.kafka import KafkaBus, build_producer, ensure_topics
 
-        broker = build_broker(settings.kafka)
         await ensure_topics(settings.kafka, topics_for(settings))
-        await broker.connect()
-        app.state.bus = KafkaBus(broker)
+        producer = build_producer(settings.kafka)
+        await producer.start()
+        app.state.bus = KafkaBus(producer=producer)
         try:
             yield
         finally:
-            await broker.stop()
+            app.state.bus = None
+            await producer.stop()
 
     app = Starlette(
         routes=[
             Route("/v1/events", post_events, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
         ],
         lifespan=lifespan,
     )

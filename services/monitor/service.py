@@ -1,7 +1,9 @@
 """Monitor: watches each agent's 24 h negative rate and requests re-evaluations.
 
-Consumes ``feedback.events.v1`` (group ``evalloop-monitor``); publishes ``reeval.requested.v1``
-keyed by ``agent_id`` when
+Consumes ``feedback.recorded.v1`` (group ``evalloop-monitor``): the events the recorder accepted,
+so the monitor counts exactly what the recorder stored and nothing it rejected
+(``docs/operations.md#the-recorded-stream``); publishes ``reeval.requested.v1`` keyed by
+``agent_id`` when
 
 * the negative rate over the 24 h of event time ending at the agent's newest event exceeds 2%
   with a minimum volume, once per crossing (seed 004; DESIGN.md, "Negative rate";
@@ -65,7 +67,7 @@ class MonitorService(Service):
 
     name = "monitor"
     consumes = (
-        Consumes("feedback_events", GROUP_MONITOR, "on_feedback_events", FeedbackEvent, 1000),
+        Consumes("feedback_recorded", GROUP_MONITOR, "on_feedback_events", FeedbackEvent, 1000),
     )
     publishes = (
         Publishes(
@@ -77,7 +79,7 @@ class MonitorService(Service):
     def __init__(self, deps: Deps) -> None:
         """Build the trigger configuration and the signal classifier from ``deps.settings``.
 
-        ``deps.extras["clock"]`` (a ``() -> datetime`` UTC) may replace the wall clock used
+        ``deps.clock`` (a ``() -> datetime`` UTC) may replace the wall clock used
         for ``requested_at`` and the weekly schedule (tests, replays).
 
         Raises:
@@ -93,7 +95,7 @@ class MonitorService(Service):
         AgentWindow(window_s=m.window_s, bucket_s=m.bucket_s)  # validates the sizes now
         weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
         self._weights = weights
-        self.clock: Callable[[], datetime] = deps.extras.get("clock", utc_now)
+        self.clock: Callable[[], datetime] = deps.clock or utc_now
         self._windows: dict[str, tuple[int, AgentWindow]] = {}
         self._outbox_lock = asyncio.Lock()
         self._outbox_dirty = True
@@ -131,10 +133,10 @@ class MonitorService(Service):
     # ------------------------------------------------------------------ the handler
 
     async def on_feedback_events(self, records: list[Record]) -> None:
-        """Handle one batch of ``feedback.events.v1`` records (see the module docs).
+        """Handle one batch of ``feedback.recorded.v1`` records (see the module docs).
 
-        Records that do not decode are skipped and counted (``skipped``): the recorder sends
-        them to the dead-letter topic; the monitor only counts valid events.
+        Records that do not decode (none should: the recorder validated them) are skipped and
+        counted (``skipped``); one never stops the batch.
 
         Raises:
             StorageError: PostgreSQL failed; nothing of the batch was stored (redeliver it).
@@ -316,23 +318,17 @@ class MonitorService(Service):
         m = self.settings
         now = now or self.clock()
         async with store.transaction(self.pool, "weekly schedule") as conn:
-            rows = await conn.fetch(
-                "SELECT agent_id, last_weekly_at FROM monitor_state"
-                " WHERE last_weekly_at <= $1 ORDER BY agent_id FOR UPDATE SKIP LOCKED",
-                now - timedelta(seconds=m.weekly_interval_s),
+            due = await store.lock_weekly_due(
+                conn, now - timedelta(seconds=m.weekly_interval_s)
             )
             jobs = [
                 weekly_request(
-                    r["agent_id"], previous_at=r["last_weekly_at"],
-                    interval_s=m.weekly_interval_s, sample_size=m.weekly_sample_size,
-                    base_seed=m.weekly_seed, requested_at=now,
+                    agent, previous_at=previous, interval_s=m.weekly_interval_s,
+                    sample_size=m.weekly_sample_size, base_seed=m.weekly_seed, requested_at=now,
                 )
-                for r in rows
+                for agent, previous in due
             ]
-            await conn.execute(
-                "UPDATE monitor_state SET last_weekly_at = $2 WHERE agent_id = ANY($1::text[])",
-                [r["agent_id"] for r in rows], now,
-            )
+            await store.set_weekly(conn, [agent for agent, _ in due], now)
             inserted = await store.insert_jobs(conn, jobs)
         if inserted:
             self.requested += len(inserted)

@@ -34,6 +34,7 @@ from uuid import UUID
 from pydantic import TypeAdapter, ValidationError
 
 from evalloop.adapters.bus import Record
+from evalloop.adapters.dead_letter_store import LetterRow, insert_letters, publish_unpublished
 from evalloop.adapters.event_store import (
     VOLATILE_FIELDS,
     EventRow,
@@ -45,7 +46,7 @@ from evalloop.adapters.event_store import (
     upsert_negative_cases,
 )
 from evalloop.core.fusion import FusionWeights, TurnKey, fuse
-from evalloop.errors import InvalidEvent
+from evalloop.errors import BusError, InvalidEvent, StorageError
 from evalloop.events import (
     EARLIEST_EVENT_TIME,
     MAX_EVENT_BYTES,
@@ -53,13 +54,15 @@ from evalloop.events import (
     NegativeCase,
     dump_event,
     parse_event,
+    undecodable,
 )
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_RECORDER
-from services.recorder.dlq import DeadLetter, conflict_error, dlq_headers
+from services.recorder.dlq import DeadLetter, conflict_error, dlq_headers, letter_row
 
 __all__ = [
     "BatchOutcome", "RecorderService", "RecorderStats", "decode_record", "received_time",
+    "tune_gc",
 ]
 
 log = logging.getLogger(__name__)
@@ -75,8 +78,20 @@ def decode_record(record: Record) -> FeedbackEvent:
     (:func:`check_storable`).
 
     Raises:
-        InvalidEvent: malformed JSON, oversized, not an object, unknown type, bad fields.
+        InvalidEvent: malformed JSON, oversized, not an object, unknown type, bad fields, or
+            ``undecodable`` when a decoder failed in a surprising way (deep nesting's
+            ``RecursionError``): nothing else, so one poison record never fails its batch
+            (``docs/operations.md#poison-records``).
     """
+    try:
+        return _decode_record(record)
+    except InvalidEvent:
+        raise
+    except Exception as exc:
+        raise undecodable(exc) from exc
+
+
+def _decode_record(record: Record) -> FeedbackEvent:
     if len(record.value) > MAX_EVENT_BYTES:
         return parse_event(record.value)  # raises "oversized"
     try:
@@ -98,6 +113,22 @@ def received_time(record: Record) -> datetime:
     if record.timestamp_ms is None:
         return datetime.now(UTC)
     return datetime.fromtimestamp(record.timestamp_ms / 1000, UTC)
+
+
+def tune_gc(gen0_threshold: int) -> bool:
+    """Tune the process's cyclic garbage collector for a recorder running alone
+    (``docs/operations.md#process-wide-settings``): raise the young-generation threshold to
+    ``gen0_threshold`` (never lower it) and move every object alive now (modules, pydantic
+    schemas, clients: the start-up state) to the permanent generation (``gc.freeze``), so full
+    collections do not traverse them again and again. They are still freed by reference
+    counting; only cycles among them are never collected (CPython's advice for long-running
+    servers). Returns ``True`` (the caller unfreezes on stop).
+    """
+    gen0, gen1, gen2 = gc.get_threshold()
+    if gen0 < gen0_threshold:
+        gc.set_threshold(gen0_threshold, gen1, gen2)
+    gc.freeze()
+    return True
 
 
 class _Item(NamedTuple):
@@ -145,6 +176,12 @@ class BatchOutcome:
     dead_letters: list[DeadLetter] = field(default_factory=list)
     cases_changed: list[NegativeCase] = field(default_factory=list)
     cases_to_publish: list[NegativeCase] = field(default_factory=list)
+    #: ``(agent_id, record bytes)`` of every event the batch holds that is stored (now or
+    #: before, with the same content), one per ``event_id``: the ``feedback.recorded.v1``
+    #: messages.
+    recorded: list[tuple[str, bytes]] = field(default_factory=list)
+    #: Dead letters stored by this batch (0 for a redelivered batch: they exist already).
+    letters_stored: int = 0
 
 
 class RecorderService(Service):
@@ -165,6 +202,9 @@ class RecorderService(Service):
                   "original bytes; reason in the x-dlq-* headers"),
         Publishes("feedback_negative", NegativeCase, "one fused negative case per negative turn "
                   "(at-least-once; key agent_id; dedupe by case_id)"),
+        Publishes("feedback_recorded", FeedbackEvent, "every event the recorder stored, once "
+                  "its transaction committed (at-least-once; key agent_id; the event's bytes "
+                  "as received; dedupe by event_id)"),
     )
 
     #: A batch is inserted in this many parts: part k+1 is decoded while the server inserts
@@ -181,7 +221,8 @@ class RecorderService(Service):
     #: reference counting, and keeps a batch's worth alive: at 700 the collector ran every few
     #: records and doubled the decode cost. Handler CPU per record, measured on 2 cores:
     #: ~50 us at 700, ~28 us at 20,000, ~24 us at 100,000 (= with the collector off).
-    #: Process-wide; cyclic garbage is still collected, only less often.
+    #: Process-wide (hence opt-in: ``settings.recorder.process_gc``); cyclic garbage is still
+    #: collected, only less often.
     GC_GEN0_THRESHOLD: ClassVar[int] = 100_000
 
     def __init__(self, deps: Deps) -> None:
@@ -189,29 +230,32 @@ class RecorderService(Service):
         super().__init__(deps)
         self.weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
         self.stats = RecorderStats()
+        self._letters_pending = True  # letters a previous process may have left unpublished
+        self._gc_tuned = False
         batch = deps.settings.recorder.max_records
         if batch != self.consumes[0].max_records:
             # per-instance batch size (read by mount_in_process); build_app uses with_batch_size
             self.consumes = (replace(self.consumes[0], max_records=batch),)  # type: ignore[misc]
 
     async def start(self) -> None:
-        """Raise the cyclic GC's young-generation threshold to :attr:`GC_GEN0_THRESHOLD`
-        (never lowers it: another service of the process may have raised it further), and
-        move every object alive now (modules, pydantic schemas, clients: the process's
-        start-up state) to the collector's permanent generation (``gc.freeze``), so that a
-        full collection does not traverse them again and again. They are still freed by
-        reference counting; only cycles among them are never collected (CPython's advice for
-        long-running servers)."""
-        gen0, gen1, gen2 = gc.get_threshold()
-        if gen0 < self.GC_GEN0_THRESHOLD:
-            gc.set_threshold(self.GC_GEN0_THRESHOLD, gen1, gen2)
-        gc.freeze()
+        """Re-publish dead letters a previous process left unpublished; with
+        ``settings.recorder.process_gc`` (a process running the recorder alone), tune the
+        process's garbage collector (:func:`tune_gc`)."""
+        if self.deps.settings.recorder.process_gc:
+            self._gc_tuned = tune_gc(self.GC_GEN0_THRESHOLD)
+        try:
+            await self.flush_dead_letters()
+        except (BusError, StorageError):
+            log.exception("recorder: re-publishing dead letters failed; retrying after the "
+                          "next batch")
 
     async def stop(self) -> None:
-        """Hand the frozen start-up objects back to the collector (``gc.unfreeze``), so that a
-        process that goes on after the recorder (the demo, tests) or exits collects them as
-        usual; without it, native extensions report them as leaked at exit."""
-        gc.unfreeze()
+        """Hand the frozen start-up objects back to the collector if :meth:`start` froze them
+        (``gc.unfreeze``), so that a process that goes on after the recorder or exits collects
+        them as usual; without it, native extensions report them as leaked at exit."""
+        if self._gc_tuned:
+            gc.unfreeze()
+            self._gc_tuned = False
         await super().stop()
 
     @classmethod
@@ -294,7 +338,9 @@ class RecorderService(Service):
                 judged = await load_turn_events(conn, refuse | again, judged=refuse,
                                                 skip_own=True)
                 await self._store(conn, decoded, inserted, judged, outcome)
-        outcome.dead_letters.sort(key=lambda d: (d.record.partition, d.record.offset))
+            outcome.dead_letters.sort(key=lambda d: (d.record.partition, d.record.offset))
+            outcome.letters_stored = await insert_letters(
+                conn, [letter_row(d) for d in outcome.dead_letters])
         return outcome
 
     async def _decode(
@@ -352,8 +398,10 @@ class RecorderService(Service):
         unique, repeats = decoded.unique, decoded.repeats
         own: dict[TurnKey, list[FeedbackEvent]] = {}  # judged turns' events inserted now
         redelivered_turns: set[TurnKey] = set()
+        recorded = outcome.recorded
         if len(inserted) == len(unique):  # the usual first delivery: all new, none compared
             outcome.stored.extend(unique)
+            recorded.extend((i.event.agent_id, i.record.value) for i in unique.values())
             if judged:
                 for item in unique.values():
                     if item.key in judged:
@@ -369,12 +417,15 @@ class RecorderService(Service):
             error = conflict_error(str(item.event.event_id), kept, _content(item.event), fields)
             outcome.dead_letters.append(DeadLetter(item.record, error))
 
+        published: set[UUID] = set()  # ids whose accepted copy is in ``recorded``
         for item in items:
             event_id = item.event.event_id
             if event_id in conflicts:
                 conflict = conflicts[event_id]
                 reject(item, conflict.stored, conflict.fields)
                 continue
+            published.add(event_id)
+            recorded.append((item.event.agent_id, item.record.value))
             if event_id in inserted:
                 outcome.stored.append(event_id)
                 if item.key in judged:
@@ -394,6 +445,9 @@ class RecorderService(Service):
                 reject(item, kept, fields)
             else:
                 outcome.already_stored.append(event_id)
+                if items and event_id not in published:  # the stored copy, re-sent
+                    published.add(event_id)
+                    recorded.append((item.event.agent_id, item.record.value))
 
         cases = []
         for key, stored in judged.items():
@@ -412,20 +466,40 @@ class RecorderService(Service):
         ]
 
     async def publish_outcome(self, outcome: BatchOutcome) -> None:
-        """Publish a committed batch's dead letters, then its negative cases (step 4).
+        """Publish a committed batch's accepted events (``feedback.recorded.v1``), its new
+        dead letters (from the ``dead_letters`` outbox) and its negative cases (step 4).
 
         Raises:
-            BusError: the bus refused a message (the caller lets the batch be re-delivered).
+            BusError: the bus refused a message (the caller lets the batch be re-delivered;
+                letters not yet published stay in the outbox).
+            StorageError: PostgreSQL failed while marking letters published.
         """
         bus, topics = self.deps.bus, self.deps.topics
-        now = datetime.now(UTC)
-        for letter in outcome.dead_letters:
-            await bus.publish(
-                topics.feedback_dlq, letter.record.value, key=letter.record.key,
-                headers=dlq_headers(letter, now),
-            )
+        if outcome.recorded:
+            await bus.publish_batch(topics.feedback_recorded, list(outcome.recorded))
+        if outcome.letters_stored or self._letters_pending:
+            await self.flush_dead_letters()
         if outcome.cases_to_publish:
             await bus.publish_batch(
                 topics.feedback_negative,
                 [(c.agent_id, dump_event(c)) for c in outcome.cases_to_publish],
             )
+
+    async def flush_dead_letters(self) -> int:
+        """Publish every stored dead letter not yet published (oldest first) to
+        ``feedback.events.dlq.v1``; returns how many.
+
+        Raises:
+            BusError: the bus refused a letter (the rest stay in the outbox for the next try).
+            StorageError: PostgreSQL failed.
+        """
+        bus, topic = self.deps.bus, self.deps.topics.feedback_dlq
+
+        async def publish(row: LetterRow) -> None:
+            await bus.publish(topic, row.value, key=row.key,
+                              headers=dlq_headers(row, row.created_at or datetime.now(UTC)))
+
+        self._letters_pending = True
+        count = await publish_unpublished(self.deps.pool, publish)
+        self._letters_pending = False
+        return count

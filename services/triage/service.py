@@ -19,7 +19,7 @@ batches, in group ``evalloop-triage``:
 Idempotent under redelivery: a case whose text is unchanged is not re-embedded nor counted, and
 re-proposing a question updates its pending row without a new announcement.
 
-The embedder is injected (``Deps.extras["embedder"]`` or the constructor) so one loaded model can
+The embedder is injected (``Deps.embedder`` or the constructor) so one loaded model can
 serve every consumer in a process (``evalloop demo``); without one, ``settings.triage`` builds it.
 """
 
@@ -99,12 +99,12 @@ class TriageService(Service):
     )
 
     def __init__(self, deps: Deps, embedder: Embedder | None = None) -> None:
-        """Keep the deps; the embedder comes from the argument, ``deps.extras["embedder"]``,
+        """Keep the deps; the embedder comes from the argument, ``deps.embedder``,
         or is built from ``settings.triage`` (loading the model: ~10 s)."""
         super().__init__(deps)
         self.cfg = deps.settings.triage
         self.embedder: Embedder = (
-            embedder or deps.extras.get("embedder") or build_embedder(self.cfg)
+            embedder or deps.embedder or build_embedder(self.cfg)
         )
         self.stats = TriageStats()
         self.last_reports: dict[str, ReclusterReport] = {}

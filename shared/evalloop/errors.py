@@ -57,7 +57,9 @@ class InvalidEvent(EvalloopError):
 
     Attributes:
         reason: machine-readable cause: ``malformed_json``, ``oversized``, ``not_an_object``,
-            ``unknown_event_type``, ``invalid_fields``, ``conflicting_duplicate``.
+            ``unknown_event_type``, ``invalid_fields``, ``conflicting_duplicate``,
+            ``too_many_records``, ``undecodable`` (the decoder itself failed, e.g. on deep
+            nesting).
         problems: one ``FieldProblem`` per bad field.
         event_id: the record's ``event_id`` when it could be read, else ``None``.
         index: position within a batch, when the record came in one.
@@ -92,11 +94,16 @@ class InvalidEvent(EvalloopError):
 
 
 class InvalidBatch(EvalloopError):
-    """A batch held one or more invalid records; ``errors`` has one ``InvalidEvent`` each."""
+    """A batch held one or more invalid records; ``errors`` has one ``InvalidEvent`` each (at
+    most the batch limit's ``max_errors``), ``omitted`` counts the invalid records left out."""
 
-    def __init__(self, errors: list[InvalidEvent]) -> None:
+    def __init__(self, errors: list[InvalidEvent], *, omitted: int = 0) -> None:
         self.errors = errors
-        super().__init__(f"{len(errors)} invalid record(s): " + " | ".join(map(str, errors)))
+        self.omitted = omitted
+        more = f" (and {omitted} more)" if omitted else ""
+        super().__init__(
+            f"{len(errors) + omitted} invalid record(s){more}: " + " | ".join(map(str, errors))
+        )
 
 
 class StorageError(EvalloopError):

@@ -12,6 +12,7 @@ Use :func:`parse_event` / :func:`parse_events` to decode bytes or dicts; they ra
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -30,11 +31,14 @@ from pydantic import (
 from evalloop.errors import FieldProblem, InvalidEvent
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "EARLIEST_EVENT_TIME",
+    "MAX_BODY_BYTES",
     "MAX_EVENT_BYTES",
     "MAX_FUTURE_SKEW",
     "AgentChanged",
     "AgentResponse",
+    "BatchLimits",
     "CandidateProposed",
     "ContextChunk",
     "ConversationOutcome",
@@ -48,6 +52,7 @@ __all__ = [
     "UserRating",
     "parse_event",
     "parse_events",
+    "undecodable",
     "utc_now",
 ]
 
@@ -57,6 +62,33 @@ EARLIEST_EVENT_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_FUTURE_SKEW = timedelta(hours=1)
 #: Largest encoded event accepted, bytes (ingest rejects larger records with 413 / DLQ reason).
 MAX_EVENT_BYTES = 256 * 1024
+#: Largest body of one batch, bytes (``docs/operations.md#bounded-work-per-request``).
+MAX_BODY_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    """How much work one batch may cost (``docs/operations.md#bounded-work-per-request``).
+
+    The one place the limits live: ingest builds its instance from ``settings.ingest`` and
+    :func:`parse_events` enforces it.
+
+    Attributes:
+        max_body_bytes: largest body, bytes.
+        max_records: most records per batch (a larger batch is refused before any is validated).
+        max_errors: most invalid records described in an error (the rest are only counted).
+    """
+
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_records: int = 1000
+    max_errors: int = 100
+
+    def __post_init__(self) -> None:
+        if min(self.max_body_bytes, self.max_records, self.max_errors) < 1:
+            raise ValueError(f"expected positive batch limits, got {self}")
+
+
+DEFAULT_LIMITS = BatchLimits()
 
 
 def utc_now() -> datetime:
@@ -321,12 +353,18 @@ def _no_constant(name: str) -> Any:
 
 def _strict_json(raw: bytes | str) -> Any:
     """``json.loads`` without Python's extensions: ``NaN``/``Infinity`` are refused, as every
-    other JSON parser on the path (pydantic's, PostgreSQL's jsonb) refuses them.
+    other JSON parser on the path (pydantic's, PostgreSQL's jsonb) refuses them; text nested
+    too deep for the decoder's recursion is refused as not JSON
+    (``docs/operations.md#poison-records``).
 
     Raises:
-        ValueError: not JSON (a ``json.JSONDecodeError`` or ``UnicodeDecodeError`` included).
+        ValueError: not JSON (a ``json.JSONDecodeError`` or ``UnicodeDecodeError`` included),
+            or nested too deep to decode.
     """
-    return json.loads(raw, parse_constant=_no_constant)
+    try:
+        return json.loads(raw, parse_constant=_no_constant)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deep to decode") from exc
 
 
 def parse_event(raw: bytes | str | dict[str, Any], *, index: int | None = None) -> FeedbackEvent:
@@ -342,8 +380,18 @@ def parse_event(raw: bytes | str | dict[str, Any], *, index: int | None = None) 
     Raises:
         InvalidEvent: not JSON, larger than ``MAX_EVENT_BYTES``, not an object, unknown
             ``event_type``, or any field invalid; ``problems`` lists each field, what was
-            expected and what arrived.
+            expected and what arrived; ``undecodable`` when decoding itself failed
+            (e.g. ``RecursionError``): one record never raises anything else.
     """
+    try:
+        return _parse_event(raw, index)
+    except InvalidEvent:
+        raise
+    except Exception as exc:  # poison: never a crash (docs/operations.md#poison-records)
+        raise undecodable(exc, index=index) from exc
+
+
+def _parse_event(raw: bytes | str | dict[str, Any], index: int | None) -> FeedbackEvent:
     if isinstance(raw, bytes | str):
         size = len(raw.encode() if isinstance(raw, str) else raw)
         if size > MAX_EVENT_BYTES:
@@ -387,52 +435,97 @@ def _maybe_id(data: dict[str, Any]) -> str | None:
     return str(value) if isinstance(value, str) else None
 
 
-def parse_events(raw: bytes | str) -> list[FeedbackEvent]:
+def parse_events(raw: bytes | str, limits: BatchLimits = DEFAULT_LIMITS) -> list[FeedbackEvent]:
     """Decode a JSON body holding one event object or an array of them.
 
+    The work is bounded by ``limits`` (``docs/operations.md#bounded-work-per-request``): a body
+    over ``max_body_bytes`` or with more than ``max_records`` records is refused before any
+    record is validated, and an :class:`~evalloop.errors.InvalidBatch` describes at most
+    ``max_errors`` records (``omitted`` counts the others).
+
     Raises:
-        InvalidEvent: the body itself is not JSON / not an object or array.
+        InvalidEvent: the body itself is too large (``oversized``), has too many records
+            (``too_many_records``), or is not JSON / not an object or array.
         InvalidBatch: one or more records are invalid; ``errors`` holds one ``InvalidEvent``
-            per bad record (with its ``index``), and nothing of the batch should be accepted.
+            per bad record (with its ``index``, the first ``max_errors`` of them), and nothing
+            of the batch should be accepted.
     """
     from evalloop.errors import InvalidBatch
 
-    if len(raw) > MAX_EVENT_BYTES * 100:
+    if len(raw) > limits.max_body_bytes:
         raise InvalidEvent(
             "oversized",
-            [FieldProblem("(body)", f"at most {MAX_EVENT_BYTES * 100} bytes", f"{len(raw)} bytes")],
+            [FieldProblem("(body)", f"at most {limits.max_body_bytes} bytes",
+                          f"{len(raw)} bytes")],
         )
     try:
         data = _strict_json(raw)
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity, too deep
         raise InvalidEvent(
             "malformed_json", [FieldProblem("(body)", "a JSON object or array", str(exc))]
         ) from exc
     records = data if isinstance(data, list) else [data]
+    if len(records) > limits.max_records:
+        raise InvalidEvent(
+            "too_many_records",
+            [FieldProblem("(body)", f"at most {limits.max_records} records per batch",
+                          f"{len(records)} records")],
+        )
     events: list[FeedbackEvent] = []
     errors: list[InvalidEvent] = []
+    omitted = 0
     for i, record in enumerate(records):
         try:
-            if not isinstance(record, dict):  # a string element is not JSON text to re-parse
-                raise InvalidEvent(
-                    "not_an_object",
-                    [FieldProblem("(record)", "a JSON object", type(record).__name__)],
-                    index=i,
-                )
-            size = len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-            if size > MAX_EVENT_BYTES:
-                raise InvalidEvent(
-                    "oversized",
-                    [FieldProblem("(record)", f"at most {MAX_EVENT_BYTES} bytes", f"{size} bytes")],
-                    event_id=_maybe_id(record),
-                    index=i,
-                )
-            events.append(parse_event(record, index=i))
+            events.append(_parse_record(record, i))
         except InvalidEvent as exc:
-            errors.append(exc)
+            if len(errors) < limits.max_errors:
+                errors.append(exc)
+            else:
+                omitted += 1
     if errors:
-        raise InvalidBatch(errors)
+        raise InvalidBatch(errors, omitted=omitted)
     return events
+
+
+def _parse_record(record: Any, index: int) -> FeedbackEvent:
+    """One record of a decoded batch (see :func:`parse_events`).
+
+    Raises:
+        InvalidEvent: the record is invalid, including whatever surprising error its decoding
+            raised (``undecodable``): one record never fails the decoding of its batch.
+    """
+    try:
+        if not isinstance(record, dict):  # a string element is not JSON text to re-parse
+            raise InvalidEvent(
+                "not_an_object",
+                [FieldProblem("(record)", "a JSON object", type(record).__name__)],
+                index=index,
+            )
+        size = len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > MAX_EVENT_BYTES:
+            raise InvalidEvent(
+                "oversized",
+                [FieldProblem("(record)", f"at most {MAX_EVENT_BYTES} bytes", f"{size} bytes")],
+                event_id=_maybe_id(record),
+                index=index,
+            )
+        return parse_event(record, index=index)
+    except InvalidEvent:
+        raise
+    except Exception as exc:  # RecursionError and the like: poison, never a crash
+        raise undecodable(exc, index=index) from exc
+
+
+def undecodable(exc: BaseException, *, index: int | None = None) -> InvalidEvent:
+    """The :class:`InvalidEvent` (reason ``undecodable``) for a record whose decoding raised
+    something other than a validation error, e.g. ``RecursionError`` on deep nesting
+    (``docs/operations.md#poison-records``)."""
+    return InvalidEvent(
+        "undecodable",
+        [FieldProblem("(record)", "a JSON object a decoder can read",
+                      f"{type(exc).__name__}: {_short(str(exc))}")],
+        index=index,
+    )
 
 
 def dump_event(event: BaseModel) -> bytes:

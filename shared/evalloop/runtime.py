@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import asyncpg
 from pydantic import BaseModel
@@ -22,7 +25,22 @@ from evalloop.adapters.bus import Bus, InProcessBus, Record
 from evalloop.settings import Settings
 from evalloop.topics import Topics
 
-__all__ = ["Consumes", "Deps", "Service", "build_faststream_app", "mount_in_process", "topics_for"]
+if TYPE_CHECKING:
+    from evalloop.adapters.embedder import Embedder
+
+__all__ = [
+    "Consumes",
+    "Deps",
+    "HealthProvider",
+    "LoopHealth",
+    "Service",
+    "build_faststream_app",
+    "health_answer",
+    "mount_in_process",
+    "topics_for",
+]
+
+_log = logging.getLogger("evalloop.runtime")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,27 +67,105 @@ class Publishes:
 
 @dataclass
 class Deps:
-    """What a service gets injected: settings, the PostgreSQL pool, the bus and topic names."""
+    """What a service gets injected: settings, the PostgreSQL pool, the bus and topic names.
+
+    Attributes:
+        settings: every section of the deployment's settings.
+        pool: the asyncpg pool on a migrated database.
+        bus: where the service publishes.
+        topics: the topic names (prefix applied).
+        extras: other collaborators by name (for extensions; ``"clock"`` and ``"embedder"``
+            given here are moved to their typed fields).
+        clock: the UTC wall clock (``() -> datetime``), replaced in tests and replays;
+            ``None`` = the real one.
+        embedder: one loaded embedding model shared by the process's consumers, or ``None``
+            (triage then builds its own from settings).
+    """
 
     settings: Settings
     pool: asyncpg.Pool
     bus: Bus
     topics: Topics
     extras: dict[str, Any] = field(default_factory=dict)
+    clock: Callable[[], datetime] | None = None
+    embedder: Embedder | None = None
+
+    def __post_init__(self) -> None:
+        """Take ``clock`` / ``embedder`` given in ``extras`` (the older spelling) into their
+        typed fields, checked.
+
+        Raises:
+            TypeError: ``extras["clock"]`` is not callable, or ``extras["embedder"]`` has no
+                ``encode`` method.
+        """
+        clock = self.extras.get("clock")
+        if clock is not None and self.clock is None:
+            if not callable(clock):
+                raise TypeError(f"Deps.extras['clock']: expected a () -> datetime callable, "
+                                f"received {type(clock).__name__}")
+            self.clock = clock
+        embedder = self.extras.get("embedder")
+        if embedder is not None and self.embedder is None:
+            if not callable(getattr(embedder, "encode", None)):
+                raise TypeError(f"Deps.extras['embedder']: expected an Embedder, received "
+                                f"{type(embedder).__name__}")
+            self.embedder = embedder
+
+
+@dataclass
+class LoopHealth:
+    """The state of one supervised background loop (``docs/operations.md#supervision``).
+
+    Attributes:
+        name: ``<service>.<loop>``, e.g. ``"evaluator._worker[0]"``.
+        state: ``running``; ``restarting`` (it raised; waiting out its backoff);
+            ``finished`` (returned); ``stopped`` (cancelled by ``stop``).
+        restarts: times it raised and was started again.
+        last_error: ``"<ExceptionType>: <message>"`` of the last failure, or ``None``.
+        last_error_at: when that happened (UTC), or ``None``.
+    """
+
+    name: str
+    state: Literal["running", "restarting", "finished", "stopped"] = "running"
+    restarts: int = 0
+    last_error: str | None = None
+    last_error_at: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (times as ISO-8601 UTC)."""
+        return {
+            "name": self.name, "state": self.state, "restarts": self.restarts,
+            "last_error": self.last_error,
+            "last_error_at": self.last_error_at.isoformat() if self.last_error_at else None,
+        }
 
 
 class Service:
     """Base class of the services. Subclasses set ``name``, ``consumes``, ``publishes`` and
-    implement the handler methods; ``start``/``stop`` run background work (schedules)."""
+    implement the handler methods; ``start``/``stop`` run background work (schedules).
+
+    Background loops are supervised (``docs/operations.md#supervision``): one that raises is
+    logged with its context and started again after a backoff (``RESTART_BACKOFF_S``,
+    doubling up to ``RESTART_BACKOFF_MAX_S``), never left dead in silence; :meth:`health`
+    reports every loop.
+    """
 
     name: ClassVar[str] = "service"
     consumes: ClassVar[tuple[Consumes, ...]] = ()
     publishes: ClassVar[tuple[Publishes, ...]] = ()
+    #: First restart delay of a failed background loop, seconds (doubles per failure in a row).
+    RESTART_BACKOFF_S: ClassVar[float] = 1.0
+    #: Longest restart delay, seconds.
+    RESTART_BACKOFF_MAX_S: ClassVar[float] = 60.0
+    #: A loop that ran this long since its last (re)start has its backoff reset, seconds.
+    HEALTHY_AFTER_S: ClassVar[float] = 60.0
 
     def __init__(self, deps: Deps) -> None:
         """Keep the injected dependencies."""
         self.deps = deps
         self._background: asyncio.Task[None] | None = None
+        self.loops: list[LoopHealth] = []
+        self.started = False
 
     async def start(self) -> None:
         """Start background work (none by default; see :meth:`start_background`)."""
@@ -81,15 +177,55 @@ class Service:
     def start_background(
         self, *loops: Callable[[], Coroutine[Any, Any, None]], name: str
     ) -> None:
-        """Run each of ``loops`` (long-running coroutine functions) in one task group until
-        :meth:`stop_background`; one that raises cancels the others and ends the group."""
+        """Run each of ``loops`` (long-running coroutine functions) supervised, until
+        :meth:`stop_background`: one that raises is logged and restarted with backoff; the
+        others go on."""
+        counts: dict[str, int] = {}
+        entries: list[tuple[Callable[[], Coroutine[Any, Any, None]], LoopHealth]] = []
+        for loop in loops:
+            base = getattr(loop, "__name__", "loop")
+            n = counts.get(base, 0)
+            counts[base] = n + 1
+            label = f"{self.name}.{base}" + (f"[{n}]" if loops.count(loop) > 1 else "")
+            entries.append((loop, LoopHealth(label)))
+        self.loops = [h for _, h in entries]
 
         async def run() -> None:
             async with asyncio.TaskGroup() as tg:
-                for loop in loops:
-                    tg.create_task(loop())
+                for loop, health in entries:
+                    tg.create_task(self._supervise(loop, health), name=health.name)
 
         self._background = asyncio.create_task(run(), name=name)
+        self.started = True
+
+    async def _supervise(
+        self, loop: Callable[[], Coroutine[Any, Any, None]], health: LoopHealth
+    ) -> None:
+        backoff = self.RESTART_BACKOFF_S
+        while True:
+            began = time.monotonic()
+            health.state = "running"
+            try:
+                await loop()
+            except asyncio.CancelledError:
+                health.state = "stopped"
+                raise
+            except Exception as exc:
+                if time.monotonic() - began >= self.HEALTHY_AFTER_S:
+                    backoff = self.RESTART_BACKOFF_S
+                health.restarts += 1
+                health.last_error = f"{type(exc).__name__}: {exc}"
+                health.last_error_at = datetime.now(UTC)
+                health.state = "restarting"
+                _log.exception(
+                    "%s: background loop failed (%s); restart %d in %.2f s",
+                    health.name, health.last_error, health.restarts, backoff,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.RESTART_BACKOFF_MAX_S)
+                continue
+            health.state = "finished"
+            return
 
     async def stop_background(self) -> None:
         """Cancel the loops of :meth:`start_background` and wait until they have finished."""
@@ -98,10 +234,64 @@ class Service:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._background
             self._background = None
+        for h in self.loops:
+            if h.state != "finished":
+                h.state = "stopped"
+        self.started = False
+
+    def health(self) -> dict[str, Any]:
+        """The service's health for ``/healthz`` and ``/readyz``
+        (``docs/operations.md#supervision``).
+
+        Returns:
+            ``{"service", "status", "ready", "loops": [LoopHealth.as_dict()...]}``; ``status``
+            is ``"ok"`` (every loop running or finished), ``"degraded"`` (a loop is waiting to
+            restart after a failure) or ``"stopped"``; ``ready`` is ``status == "ok"``.
+        """
+        states = {h.state for h in self.loops}
+        if self.loops and not self.started:
+            status = "stopped"
+        elif "restarting" in states:
+            status = "degraded"
+        else:
+            status = "ok"
+        return {"service": self.name, "status": status, "ready": status == "ok",
+                "loops": [h.as_dict() for h in self.loops]}
 
     def handler(self, c: Consumes) -> Callable[[list[Record]], Any]:
         """The bound handler method named by ``c``."""
         return getattr(self, c.handler)  # type: ignore[no-any-return]
+
+
+#: Health of the services of one process: one :meth:`Service.health` dict per service.
+HealthProvider = Callable[[], list[dict[str, Any]]]
+
+
+def health_answer(
+    own_ready: bool, services: list[dict[str, Any]], *, readiness: bool
+) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and body of ``/healthz`` (``readiness=False``) or ``/readyz``
+    (``docs/operations.md#supervision``).
+
+    Args:
+        own_ready: whether the answering app itself is ready (ingest: its bus is connected).
+        services: :meth:`Service.health` of every other service of the process.
+        readiness: ``/readyz`` semantics: 503 unless the app and every service are ready.
+            ``/healthz`` answers 200 while the process serves (a service whose loop is waiting
+            to restart shows as ``degraded``), and 503 only when a service has stopped.
+
+    Returns:
+        ``(status_code, {"status": "ok"|"degraded"|"stopped", "services": [...]})``.
+    """
+    statuses = {s["status"] for s in services}
+    status = ("stopped" if "stopped" in statuses
+              else "degraded" if "degraded" in statuses or not own_ready else "ok")
+    ready = own_ready and all(s["ready"] for s in services)
+    if readiness:
+        code = 200 if ready else 503
+    else:
+        code = 503 if status == "stopped" else 200
+    return code, {"status": status, "ready": ready, "services": services}
 
 
 def topics_for(settings: Settings) -> Topics:
@@ -136,7 +326,13 @@ def build_faststream_app(
     """
     from faststream import AsyncAPI, FastStream
 
-    from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics, subscribe_batch
+    from evalloop.adapters.kafka import (
+        KafkaBus,
+        build_broker,
+        build_producer,
+        ensure_topics,
+        subscribe_batch,
+    )
     from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
 
     topics = topics_for(settings)
@@ -171,14 +367,17 @@ def build_faststream_app(
         pool = await connect_pool(
             dsn, min_size=settings.postgres.pool_min, max_size=settings.postgres.pool_max
         )
+        producer = build_producer(settings.kafka)
         try:
+            await producer.start()
             deps = Deps(
-                settings=settings, pool=pool, bus=KafkaBus(broker), topics=topics,
-                extras=extras(settings) if extras else {},
+                settings=settings, pool=pool, bus=KafkaBus(broker, producer=producer),
+                topics=topics, extras=extras(settings) if extras else {},
             )
             holder["service"] = service_cls(deps)
             yield
         finally:
+            await producer.stop()
             await pool.close()
 
     # The lifespan is entered before the broker connects and left after it disconnected, so the
@@ -203,6 +402,9 @@ def build_faststream_app(
     )
     # Handlers take raw bytes (they decide what is malformed), so FastStream documents their
     # payload as bytes; `evalloop schemas generate` puts the declared models in the document.
+    # The running service (None before the lifespan built it), for health reports
+    # (``evalloop up`` shows every service's health on ingest's /healthz and /readyz).
+    app.evalloop_service = lambda: holder.get("service")  # type: ignore[attr-defined]
     app.evalloop_payloads = {  # type: ignore[attr-defined]
         f"{getattr(topics, c.topic)}:{service_cls.name}": c.payload for c in service_cls.consumes
     }

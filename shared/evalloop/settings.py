@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evalloop.errors import ConfigError
+from evalloop.events import MAX_BODY_BYTES, BatchLimits
 
 __all__ = [
     "AgentEndpoint",
@@ -56,18 +57,32 @@ class PostgresSettings(BaseModel):
 
 
 class IngestSettings(BaseModel):
-    """HTTP ingest: bind address and limits (bytes)."""
+    """HTTP ingest: bind address and the work one request may cost
+    (``docs/operations.md#bounded-work-per-request``)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
-    max_body_bytes: int = 10 * 1024 * 1024
+    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0, description="largest body, bytes")
+    max_records: int = Field(1000, gt=0, description="most records per request")
+    max_errors: int = Field(100, gt=0, description="most invalid records described per answer")
+
+    def limits(self) -> BatchLimits:
+        """These limits as the :class:`~evalloop.events.BatchLimits` ``parse_events`` enforces."""
+        return BatchLimits(self.max_body_bytes, self.max_records, self.max_errors)
 
 
 class RecorderSettings(BaseModel):
-    """Recorder batching: ``max_records`` per poll, ``max_wait_s`` seconds to fill a batch."""
+    """Recorder batching: ``max_records`` per poll, ``max_wait_s`` seconds to fill a batch.
+
+    ``process_gc``: let the recorder tune the process's cyclic garbage collector (a higher
+    young-generation threshold and ``gc.freeze`` of the start-up objects: about half the
+    per-record CPU, ``docs/operations.md#process-wide-settings``). Process-wide, so only for a
+    process that runs the recorder alone; ``evalloop up`` with several services ignores it.
+    """
 
     max_records: int = 5000
     max_wait_s: float = 0.2
+    process_gc: bool = False
 
 
 class FusionSettings(BaseModel):
@@ -191,7 +206,9 @@ class EvaluatorSettings(BaseModel):
     claimed for ``lease_s``; the worker heartbeats every ``heartbeat_s``; the sweep runs every
     ``sweep_interval_s`` and picks up ``requested`` jobs older than ``request_grace_s`` and
     ``running`` jobs whose heartbeat is older than ``lease_s``; a job is given up after
-    ``max_attempts`` claims. ``max_parallel_jobs``: jobs one evaluator process runs at once.
+    ``max_attempts`` claims. ``max_parallel_jobs``: jobs one evaluator process runs at once;
+    ``drain_s``: on stop, how long jobs in flight may run on before they are released
+    (``docs/operations.md#supervision``).
     """
 
     concurrency: int = 8
@@ -206,6 +223,10 @@ class EvaluatorSettings(BaseModel):
     request_grace_s: float = Field(30.0, ge=0)
     max_attempts: int = Field(3, ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
+    drain_s: float = Field(
+        30.0, ge=0,
+        description="on stop, seconds in-flight jobs get to finish before they are released",
+    )
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> EvaluatorSettings:

@@ -10,6 +10,9 @@ from dataclasses import dataclass, fields
 
 FEEDBACK_EVENTS = "feedback.events.v1"
 FEEDBACK_DLQ = "feedback.events.dlq.v1"
+#: Events the recorder accepted and stored, published after its commit: what every consumer
+#: other than the recorder reads (``docs/operations.md#the-recorded-stream``).
+FEEDBACK_RECORDED = "feedback.recorded.v1"
 FEEDBACK_NEGATIVE = "feedback.negative.v1"
 REEVAL_REQUESTED = "reeval.requested.v1"
 REEVAL_COMPLETED = "reeval.completed.v1"
@@ -33,6 +36,7 @@ class Topics:
     reeval_completed: str = REEVAL_COMPLETED
     candidate_proposed: str = CANDIDATE_PROPOSED
     golden_set_published: str = GOLDEN_SET_PUBLISHED
+    feedback_recorded: str = FEEDBACK_RECORDED
 
     @classmethod
     def with_prefix(cls, prefix: str) -> Topics:

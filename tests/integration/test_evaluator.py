@@ -264,7 +264,7 @@ async def test_a_graceful_stop_hands_the_job_back(env: Env) -> None:
     req = _request()
     async with serve_agent(AgentConfig(kb="hr"), delay_s=0.2) as slow_url:
         await upsert_agent(env.pool, AgentRecord(agent_id=AGENT, endpoint_url=slow_url))
-        first = await _started(env, concurrency=1)
+        first = await _started(env, concurrency=1, drain_s=0)  # no drain: release at once
         await env.bus.publish(env.topics.reeval_requested, dump_event(req), key=AGENT)
         await env.wait_for(lambda: req.job_id in first._in_flight)
         await first.stop()

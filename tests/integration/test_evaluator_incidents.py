@@ -71,10 +71,10 @@ async def _step(bus: InProcessBus) -> None:
 async def test_an_escalation_proposes_one_candidate(pool: asyncpg.Pool,
                                                     bus: InProcessBus) -> None:
     esc = _escalation("conv-1")
-    await bus.publish(Topics().feedback_events, dump_event(esc), key=AGENT)
+    await bus.publish(Topics().feedback_recorded, dump_event(esc), key=AGENT)
     # noise: other event types are ignored, an undecodable record is skipped
-    await bus.publish(Topics().feedback_events, b"{not json", key=AGENT)
-    await bus.publish(Topics().feedback_events, dump_event(UserRating(
+    await bus.publish(Topics().feedback_recorded, b"{not json", key=AGENT)
+    await bus.publish(Topics().feedback_recorded, dump_event(UserRating(
         event_id=uuid.uuid4(), agent_id=AGENT, conversation_id="conv-9", turn_id="1",
         occurred_at=T0, thumbs="down", question="q?")), key=AGENT)
     await _step(bus)
@@ -100,7 +100,7 @@ async def test_redelivery_and_repeats_of_the_scenario_queue_it_once(
                   # the same question in another conversation, differently spaced and cased
                   _escalation("conv-2", question="  my supervisor keeps touching my shoulder "
                               "and I feel unsafe at   work.", requested_by="user")):
-        await bus.publish(Topics().feedback_events, dump_event(event), key=AGENT)
+        await bus.publish(Topics().feedback_recorded, dump_event(event), key=AGENT)
         await _step(bus)
     assert await pool.fetchval("SELECT count(*) FROM review_queue") == 1
     assert len(_proposed(bus)) == 1
@@ -121,7 +121,7 @@ async def test_an_escalation_without_the_question_uses_the_stored_turn(
     bare = _escalation("conv-3", turn_id="2", question=None, answer=None, requested_by="user")
     orphan = _escalation("conv-4", question=None, answer=None)  # its turn was never stored
     for event in (bare, orphan):
-        await bus.publish(Topics().feedback_events, dump_event(event), key=AGENT)
+        await bus.publish(Topics().feedback_recorded, dump_event(event), key=AGENT)
     await _step(bus)
 
     [proposal] = _proposed(bus)

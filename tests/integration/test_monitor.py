@@ -59,7 +59,7 @@ def up(agent: str, turn: int, t: datetime) -> UserRating:
 
 def records(events: Sequence[Any]) -> list[Record]:
     return [
-        Record(topic=TOPICS.feedback_events, key=e.agent_id, value=dump_event(e), offset=i)
+        Record(topic=TOPICS.feedback_recorded, key=e.agent_id, value=dump_event(e), offset=i)
         for i, e in enumerate(events)
     ]
 
@@ -356,9 +356,9 @@ async def test_through_the_in_process_bus(pool: asyncpg.Pool) -> None:
     events: list[Any] = [served("p", i, at(i)) for i in range(150)]
     events += [down("p", i, at(i)) for i in range(4)]
     for e in events:
-        await bus.publish(TOPICS.feedback_events, dump_event(e), key=e.agent_id)
-    await bus.publish(TOPICS.feedback_events, b"{not json", key="p")  # skipped, counted
-    await bus.publish(TOPICS.feedback_events, dump_event(down("p", 4, at(4))), key="p")
+        await bus.publish(TOPICS.feedback_recorded, dump_event(e), key=e.agent_id)
+    await bus.publish(TOPICS.feedback_recorded, b"{not json", key="p")  # skipped, counted
+    await bus.publish(TOPICS.feedback_recorded, dump_event(down("p", 4, at(4))), key="p")
     runner = asyncio.create_task(bus.run())
     try:
         await bus.drain(timeout_s=60)

@@ -48,7 +48,7 @@ async def test_crossing_over_kafka_publishes_one_request(
                     turn_id="1", occurred_at=T0 + timedelta(minutes=i))))
                 for k in ("bad", "good") for i in range(150)
             ]
-            await bus.publish_batch(topics.feedback_events, served)
+            await bus.publish_batch(topics.feedback_recorded, served)
             # 4 negatives each: 2.7% but under min_negatives; then agent-bad's 5th crosses
             for i in range(5):
                 for k in ("bad", "good")[: 2 if i < 4 else 1]:
@@ -59,7 +59,7 @@ async def test_crossing_over_kafka_publishes_one_request(
                     )
                     # every rating twice: a re-sent event is the same event
                     await bus.publish_batch(
-                        topics.feedback_events, [(f"agent-{k}", dump_event(rating))] * 2
+                        topics.feedback_recorded, [(f"agent-{k}", dump_event(rating))] * 2
                     )
             await asyncio.wait_for(arrived.wait(), WAIT_S)
             await asyncio.sleep(2.0)  # a second (wrong) request would arrive meanwhile

@@ -10,17 +10,14 @@ incident, plus the tau-bench episodes; late events included), produced straight 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from faststream import TestApp
+from kafka_lag import wait_caught_up
 
 from evalloop.adapters.postgres import connect_pool, create_database
 from evalloop.replay.corpus import load_sample
@@ -71,29 +68,6 @@ async def _snapshot(dsn: str) -> dict[str, list[dict[str, Any]]]:
         await conn.close()
 
 
-async def _lag(bootstrap: str, topic: str, groups: list[str]) -> int:
-    """Records of ``topic`` not yet committed by each of ``groups``, summed."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await consumer.start()
-    await admin.start()
-    try:
-        (described,) = await admin.describe_topics([topic])
-        parts = [TopicPartition(topic, p["partition"]) for p in described["partitions"]]
-        assert parts, f"topic {topic} has no partitions in the broker's metadata"
-        ends = await consumer.end_offsets(parts)
-        lag = 0
-        for g in groups:
-            committed = await admin.list_consumer_group_offsets(g, partitions=parts)
-            for tp in parts:
-                meta = committed.get(tp)
-                lag += ends[tp] - (meta.offset if meta is not None and meta.offset >= 0 else 0)
-        return lag
-    finally:
-        await admin.close()
-        await consumer.stop()
-
-
 async def test_in_process_and_kafka_paths_store_the_same(
     settings: Settings, topics: Topics, db_dsn: str, pg_dsn: str, template_db: str
 ) -> None:
@@ -129,15 +103,11 @@ async def test_in_process_and_kafka_paths_store_the_same(
     async with TestApp(recorder_app(settings)), TestApp(monitor_app(settings)):
         async with kafka_sink(settings) as sink:
             await deliver(events, sink, batch_size=300)
-        deadline = time.monotonic() + WAIT_S
-        lag = -1
-        while time.monotonic() < deadline:
-            lag = await _lag(settings.kafka.bootstrap, topics.feedback_events,
-                             [GROUP_RECORDER, GROUP_MONITOR])
-            if lag == 0:
-                break
-            await asyncio.sleep(1.0)
-        assert lag == 0, f"Kafka consumers still {lag} records behind after {WAIT_S} s"
+        # recorder on the raw stream first, then the monitor on what the recorder published
+        await wait_caught_up(settings.kafka.bootstrap, [
+            (topics.feedback_events, [GROUP_RECORDER]),
+            (topics.feedback_recorded, [GROUP_MONITOR]),
+        ], WAIT_S)
     actual = await _snapshot(db_dsn)
 
     n_events = len({s.event.event_id for s in events})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -22,8 +22,9 @@ from uuid import UUID
 import asyncpg
 from pydantic import TypeAdapter, ValidationError
 
+from evalloop.adapters.postgres import storage_errors
 from evalloop.core.fusion import TurnKey
-from evalloop.errors import FieldProblem, InvalidEvent, StorageError
+from evalloop.errors import FieldProblem, InvalidEvent
 from evalloop.events import FeedbackEvent, NegativeCase
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "event_content",
     "event_row",
     "find_conflicts",
+    "first_agent_responses",
     "insert_events",
     "insert_events_noting_cases",
     "load_turn_events",
@@ -46,12 +48,7 @@ _EVENT_ADAPTER: TypeAdapter[FeedbackEvent] = TypeAdapter(FeedbackEvent)
 VOLATILE_FIELDS = ("received_at",)
 
 
-@contextlib.contextmanager
-def _storage(what: str) -> Iterator[None]:
-    try:
-        yield
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-        raise StorageError(f"{what} failed: {exc}") from exc
+_storage = storage_errors
 
 
 class EventRow(NamedTuple):
@@ -448,3 +445,30 @@ async def count_events(conn: asyncpg.Connection, agent_id: str | None = None) ->
         else:
             value = await conn.fetchval("SELECT count(*) FROM events WHERE agent_id = $1", agent_id)
     return int(value)
+
+
+async def first_agent_responses(
+    pool: asyncpg.Pool, keys: Sequence[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The payload of the earliest stored ``agent_response`` of each ``(agent_id,
+    conversation_id, turn_id)`` in ``keys`` (turns without one are absent).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    if not keys:
+        return {}
+    with _storage("reading the turns of escalations"):
+        rows = await pool.fetch(
+            """
+            SELECT DISTINCT ON (e.agent_id, e.conversation_id, e.turn_id)
+                   e.agent_id, e.conversation_id, e.turn_id, e.payload
+              FROM events e
+              JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(a, c, t)
+                ON e.agent_id = k.a AND e.conversation_id = k.c AND e.turn_id = k.t
+             WHERE e.event_type = 'agent_response'
+             ORDER BY e.agent_id, e.conversation_id, e.turn_id, e.occurred_at
+            """,
+            [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys],
+        )
+    return {(r["agent_id"], r["conversation_id"], r["turn_id"]): r["payload"] for r in rows}

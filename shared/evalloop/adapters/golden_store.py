@@ -22,6 +22,7 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
+from evalloop.adapters.postgres import storage_errors
 from evalloop.core.evaluation.cases import EvalCase, EvalSet
 from evalloop.core.evaluation.results import (
     AgentFailure,
@@ -31,7 +32,7 @@ from evalloop.core.evaluation.results import (
     GateRecord,
     RunSummary,
 )
-from evalloop.errors import ConfigError, GoldenSetError, StorageError
+from evalloop.errors import ConfigError, GoldenSetError
 
 __all__ = [
     "AgentRecord",
@@ -203,7 +204,7 @@ async def import_golden_set(pool: asyncpg.Pool, eval_set: EvalSet, *, agent_id: 
     """
     set_id = golden_set_id or eval_set.set_id
     digest = content_hash(eval_set.cases)
-    try:
+    with storage_errors(f"importing golden set {agent_id}/{set_id}"):
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO golden_sets (agent_id, golden_set_id) VALUES ($1, $2) "
@@ -239,8 +240,6 @@ async def import_golden_set(pool: asyncpg.Pool, eval_set: EvalSet, *, agent_id: 
                 "UPDATE golden_sets SET latest_version = $3 WHERE agent_id = $1 "
                 "AND golden_set_id = $2", agent_id, set_id, latest + 1)
             return ImportOutcome(_version(row), created=True)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"importing golden set {agent_id}/{set_id} failed: {exc}") from exc
 
 
 async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None
@@ -250,13 +249,11 @@ async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors("listing golden sets"):
         rows = await pool.fetch(
             f"SELECT {_VERSION_COLS} FROM golden_set_versions "
             "WHERE $1::text IS NULL OR agent_id = $1 "
             "ORDER BY agent_id, golden_set_id, version", agent_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"listing golden sets failed: {exc}") from exc
     return [_version(r) for r in rows]
 
 
@@ -271,7 +268,7 @@ async def get_golden_version(pool: asyncpg.Pool, agent_id: str, *, version: int 
             (the message lists them).
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading golden set of {agent_id}"):
         if version_id is not None:
             row = await pool.fetchrow(
                 f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE version_id = $1",
@@ -298,8 +295,6 @@ async def get_golden_version(pool: asyncpg.Pool, agent_id: str, *, version: int 
             f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE agent_id = $1 "
             "AND golden_set_id = $2 AND version = $3", agent_id, sets[0]["golden_set_id"],
             number)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading golden set of {agent_id} failed: {exc}") from exc
     if row is None:
         raise GoldenSetError(f"agent {agent_id!r} golden set {sets[0]['golden_set_id']!r} has "
                              f"no version {number} (latest is {sets[0]['latest_version']})")
@@ -312,11 +307,9 @@ async def load_golden_cases(pool: asyncpg.Pool, version_id: UUID) -> tuple[EvalC
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading cases of version {version_id}"):
         async with pool.acquire() as conn:
             return await _cases_of(conn, version_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading cases of version {version_id} failed: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- evaluation runs
@@ -332,15 +325,13 @@ async def start_eval_run(pool: asyncpg.Pool, *, run_id: UUID, started_at: dateti
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"recording run {run_id}"):
         await pool.execute(
             "INSERT INTO eval_runs (run_id, job_id, agent_id, golden_set_version_id, endpoint, "
             "source, eval_source, started_at, status, baseline_run_id) "
             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9) ON CONFLICT DO NOTHING",
             run_id, job_id, agent_id, golden_set_version_id, endpoint, source, eval_source,
             started_at, baseline_run_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"recording run {run_id} failed: {exc}") from exc
 
 
 async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
@@ -361,7 +352,7 @@ async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
              r.requires_human_review, r.review_reasons,
              r.error.model_dump() if r.error else None, r.scores or None, r.composite, r.judge)
             for i, r in enumerate(run.results)]
-    try:
+    with storage_errors(f"storing run {run.run_id}"):
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO eval_runs (run_id, job_id, agent_id, golden_set_version_id, "
@@ -382,8 +373,6 @@ async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
                 "requires_human_review, review_reasons, error, scores, composite, judge) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
                 "$16, $17, $18, $19, $20, $21, $22)", rows)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"storing run {run.run_id} failed: {exc}") from exc
 
 
 def _result(row: asyncpg.Record) -> CaseResult:
@@ -407,14 +396,12 @@ async def load_eval_run(pool: asyncpg.Pool, run_id: UUID) -> EvalRun | None:
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading run {run_id}"):
         run = await pool.fetchrow("SELECT * FROM eval_runs WHERE run_id = $1", run_id)
         if run is None or run["summary"] is None:
             return None
         rows = await pool.fetch("SELECT * FROM eval_results WHERE run_id = $1 ORDER BY position",
                                 run_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading run {run_id} failed: {exc}") from exc
     return EvalRun(
         run_id=run["run_id"], started_at=run["started_at"], finished_at=run["finished_at"],
         endpoint=run["endpoint"], source=run["source"], eval_source=run["eval_source"],
@@ -432,7 +419,7 @@ async def upsert_agent(pool: asyncpg.Pool, record: AgentRecord) -> None:
     Raises:
         StorageError: PostgreSQL failed (e.g. a header name without its env variable).
     """
-    try:
+    with storage_errors(f"storing agent {record.agent_id}"):
         await pool.execute(
             "INSERT INTO agents (agent_id, endpoint_url, auth_header_name, auth_header_value_env,"
             " response_format, updated_at) VALUES ($1, $2, $3, $4, $5, now()) "
@@ -442,8 +429,6 @@ async def upsert_agent(pool: asyncpg.Pool, record: AgentRecord) -> None:
             "response_format = EXCLUDED.response_format, updated_at = now()",
             record.agent_id, record.endpoint_url, record.auth_header_name,
             record.auth_header_value_env, record.response_format)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"storing agent {record.agent_id} failed: {exc}") from exc
 
 
 async def get_agent(pool: asyncpg.Pool, agent_id: str) -> AgentRecord | None:
@@ -452,10 +437,8 @@ async def get_agent(pool: asyncpg.Pool, agent_id: str) -> AgentRecord | None:
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors(f"reading agent {agent_id}"):
         row = await pool.fetchrow("SELECT * FROM agents WHERE agent_id = $1", agent_id)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"reading agent {agent_id} failed: {exc}") from exc
     return AgentRecord(**dict(row)) if row else None
 
 
@@ -465,8 +448,6 @@ async def list_agents(pool: asyncpg.Pool) -> list[AgentRecord]:
     Raises:
         StorageError: PostgreSQL failed.
     """
-    try:
+    with storage_errors("listing agents"):
         rows = await pool.fetch("SELECT * FROM agents ORDER BY agent_id")
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"listing agents failed: {exc}") from exc
     return [AgentRecord(**dict(r)) for r in rows]

@@ -21,14 +21,13 @@ All times are the database's ``now()`` (one clock for every worker). asyncpg err
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import asyncpg
 
-from evalloop.errors import StorageError
+from evalloop.adapters.postgres import storage_errors
 from evalloop.events import ReevalRequested
 
 __all__ = [
@@ -45,12 +44,8 @@ __all__ = [
 ]
 
 
-@contextlib.contextmanager
-def _storage(what: str) -> Iterator[None]:
-    try:
-        yield
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-        raise StorageError(f"reeval_jobs: {what} failed: {exc}") from exc
+def _storage(what: str) -> contextlib.AbstractContextManager[None]:
+    return storage_errors(f"reeval_jobs: {what}")
 
 
 @dataclass(frozen=True, slots=True)

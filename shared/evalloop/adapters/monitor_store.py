@@ -27,9 +27,9 @@ from uuid import UUID
 
 import asyncpg
 
+from evalloop.adapters.postgres import storage_errors
 from evalloop.core.trigger import TriggerState
 from evalloop.core.window import BucketCounts, TurnFlags, TurnKey, WindowReport, rolling_reports
-from evalloop.errors import StorageError
 from evalloop.events import ReevalRequested
 from evalloop.settings import MonitorSettings
 
@@ -42,23 +42,16 @@ __all__ = [
     "list_jobs",
     "load_buckets",
     "lock_states",
+    "lock_weekly_due",
     "mark_published",
     "rate_timeline",
     "save_states",
+    "set_weekly",
     "storage_errors",
     "transaction",
     "unpublished_jobs",
     "upsert_turns",
 ]
-
-
-@contextlib.contextmanager
-def storage_errors(what: str) -> Any:
-    """Map asyncpg/socket errors raised inside the block to :class:`StorageError`."""
-    try:
-        yield
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-        raise StorageError(f"{what} failed: {exc}") from exc
 
 
 @contextlib.asynccontextmanager
@@ -72,6 +65,31 @@ async def transaction(pool: asyncpg.Pool, what: str) -> AsyncIterator[asyncpg.Co
         async with pool.acquire() as conn, conn.transaction():
             yield conn
 
+
+
+# --------------------------------------------------------------------------- weekly schedule
+
+
+async def lock_weekly_due(
+    conn: asyncpg.Connection, before: datetime
+) -> list[tuple[str, datetime]]:
+    """Lock and return ``(agent_id, last_weekly_at)`` of the agents whose last weekly sample
+    is at or before ``before`` (rows locked by another transaction are skipped), by agent.
+    Call inside a transaction."""
+    rows = await conn.fetch(
+        "SELECT agent_id, last_weekly_at FROM monitor_state"
+        " WHERE last_weekly_at <= $1 ORDER BY agent_id FOR UPDATE SKIP LOCKED",
+        before,
+    )
+    return [(r["agent_id"], r["last_weekly_at"]) for r in rows]
+
+
+async def set_weekly(conn: asyncpg.Connection, agents: list[str], at: datetime) -> None:
+    """Record ``at`` as the last weekly sample of ``agents``."""
+    await conn.execute(
+        "UPDATE monitor_state SET last_weekly_at = $2 WHERE agent_id = ANY($1::text[])",
+        agents, at,
+    )
 
 # --------------------------------------------------------------------------- trigger state
 

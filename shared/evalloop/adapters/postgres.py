@@ -1,6 +1,7 @@
 """PostgreSQL edge: connection pools (with a jsonb codec), migrations, the embedded server.
 
-asyncpg errors are mapped to :class:`evalloop.errors.StorageError` here. The jsonb codec is binary
+asyncpg errors are mapped to :class:`evalloop.errors.StorageError` here, by
+:func:`storage_errors`: the one mapping every store uses. The jsonb codec is binary
 so that ``execute``, ``executemany`` and COPY all accept Python dicts/lists (NOTES: "asyncpg +
 jsonb").
 """
@@ -8,10 +9,12 @@ jsonb").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -21,10 +24,41 @@ import asyncpg
 from evalloop.errors import ConfigError, StorageError
 from evalloop.settings import PostgresSettings
 
-__all__ = ["connect_pool", "create_database", "init_connection", "migrate", "start_embedded"]
+__all__ = [
+    "DRIVER_ERRORS",
+    "connect_pool",
+    "create_database",
+    "init_connection",
+    "migrate",
+    "start_embedded",
+    "storage_errors",
+]
 
 log = logging.getLogger(__name__)
 _MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+#: What the driver raises when PostgreSQL failed: a server error, a closed or broken
+#: connection (``InterfaceError``), or the socket (``OSError``, refused / reset / timed out).
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.PostgresError, asyncpg.InterfaceError, OSError,
+)
+
+
+@contextlib.contextmanager
+def storage_errors(what: str) -> Iterator[None]:
+    """Map the driver's errors raised inside the block to ``StorageError("<what> failed:
+    <driver message>")``, chained ``from`` the original (the one mapping of the stores).
+
+    Args:
+        what: the operation, e.g. ``"reading the job outbox"``.
+
+    Raises:
+        StorageError: one of :data:`DRIVER_ERRORS` was raised in the block.
+    """
+    try:
+        yield
+    except DRIVER_ERRORS as exc:
+        raise StorageError(f"{what} failed: {exc}") from exc
 
 
 def _encode_jsonb(value: Any) -> bytes:
@@ -48,12 +82,10 @@ async def connect_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> as
     Raises:
         StorageError: the server is unreachable or refused the login.
     """
-    try:
+    with storage_errors(f"connecting to PostgreSQL at {_redact(dsn)}"):
         pool = await asyncpg.create_pool(
             dsn, min_size=min_size, max_size=max_size, init=init_connection
         )
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {exc}") from exc
     assert pool is not None
     return pool
 
@@ -115,14 +147,13 @@ async def create_database(admin_dsn: str, name: str, *, template: str | None = N
     Raises:
         StorageError: the statement failed (e.g. the name exists).
     """
-    conn = await asyncpg.connect(admin_dsn)
-    try:
-        tmpl = f" TEMPLATE {_ident(template)}" if template else ""
-        await conn.execute(f"CREATE DATABASE {_ident(name)}{tmpl}")
-    except asyncpg.PostgresError as exc:
-        raise StorageError(f"CREATE DATABASE {name} failed: {exc}") from exc
-    finally:
-        await conn.close()
+    tmpl = f" TEMPLATE {_ident(template)}" if template else ""
+    with storage_errors(f"CREATE DATABASE {name}"):
+        conn = await asyncpg.connect(admin_dsn)
+        try:
+            await conn.execute(f"CREATE DATABASE {_ident(name)}{tmpl}")
+        finally:
+            await conn.close()
     parts = urlsplit(admin_dsn)
     return parts._replace(path="/" + name).geturl()
 

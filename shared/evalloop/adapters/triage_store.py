@@ -13,12 +13,13 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import asyncpg
 import numpy as np
 
+from evalloop.adapters.postgres import storage_errors
 from evalloop.errors import StorageError
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "CaseRow",
     "ClusterRow",
     "GoldenCase",
+    "IncidentRow",
     "QueueRow",
     "ReclusterInput",
     "agent_lock",
@@ -40,7 +42,9 @@ __all__ = [
     "load_centroids",
     "load_recluster_input",
     "lock_agent_state",
+    "mark_incidents_published",
     "mark_published",
+    "queue_incidents",
     "queue_priors",
     "replace_clusters",
     "save_agent_state",
@@ -55,13 +59,9 @@ __all__ = [
 ]
 
 
-@contextlib.contextmanager
-def store_errors(what: str) -> Iterator[None]:
-    """Map asyncpg / socket errors inside the block to ``StorageError(what: ...)``."""
-    try:
-        yield
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        raise StorageError(f"{what}: {exc}") from exc
+#: The one driver-error mapping (``evalloop.adapters.postgres.storage_errors``), under the
+#: name the triage modules use.
+store_errors = storage_errors
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
@@ -597,3 +597,68 @@ async def list_clusters(pool: asyncpg.Pool, agent_id: str | None = None) -> list
             """,
             agent_id,
         ))
+
+
+# --------------------------------------------------------------------------- incidents
+
+
+class IncidentRow(NamedTuple):
+    """A ``review_queue`` row for an escalation incident (``services.evaluator.incidents``)."""
+
+    candidate_id: UUID
+    agent_id: str
+    question_key: str
+    case_id: UUID
+    cluster_id: str
+    cluster_label: str
+    question: str
+    answer_given: str | None
+    evidence_event_ids: list[UUID]
+    confidence: float
+    confidence_parts: dict[str, Any]
+    proposed_at: datetime
+
+
+async def queue_incidents(pool: asyncpg.Pool, rows: Sequence[IncidentRow]) -> set[UUID]:
+    """Insert incident candidates (idempotent on the id and on ``(agent_id, question_key)``)
+    and return the ids of ``rows`` still to be announced (new, or queued earlier but never
+    published: the ``published_at`` outbox).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    if not rows:
+        return set()
+    with store_errors("queueing incident candidates"):
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.executemany(
+                """
+                INSERT INTO review_queue (candidate_id, agent_id, question_key, case_id,
+                                          cluster_id, cluster_label, question, answer_given,
+                                          evidence_event_ids, confidence, confidence_parts,
+                                          proposed_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                ON CONFLICT DO NOTHING
+                """,
+                [tuple(r) for r in rows],
+            )
+            pending = await conn.fetch(
+                "SELECT candidate_id FROM review_queue"
+                " WHERE candidate_id = ANY($1::uuid[]) AND published_at IS NULL",
+                [r.candidate_id for r in rows],
+            )
+    return {r["candidate_id"] for r in pending}
+
+
+async def mark_incidents_published(pool: asyncpg.Pool, candidate_ids: Sequence[UUID]) -> None:
+    """Stamp ``published_at`` on incident candidates not yet stamped.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with store_errors("marking incident candidates published"):
+        await pool.execute(
+            "UPDATE review_queue SET published_at = now()"
+            " WHERE candidate_id = ANY($1::uuid[]) AND published_at IS NULL",
+            list(candidate_ids),
+        )

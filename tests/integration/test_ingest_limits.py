@@ -1,0 +1,117 @@
+"""Ingest does bounded work per request (docs/operations.md#bounded-work-per-request): a body
+of many empty records is refused by count, errors are capped, deep nesting is a 422 (not a
+500), and validation runs off the event loop."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+import services.ingest.app as ingest_app
+from evalloop.adapters.bus import InProcessBus
+from evalloop.events import BatchLimits, FeedbackEvent
+from evalloop.settings import Settings
+from evalloop.topics import Topics
+from services.ingest.app import build_http_app
+
+TOPIC = Topics().feedback_events
+REJECTED = "nothing of this batch was published: fix the listed records and send it again"
+JSON = {"content-type": "application/json"}
+
+
+@pytest.fixture
+def bus() -> InProcessBus:
+    return InProcessBus()
+
+
+@pytest.fixture
+async def client(bus: InProcessBus) -> AsyncIterator[httpx.AsyncClient]:
+    app = build_http_app(Settings(), bus=bus)  # the default limits
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as c:
+        yield c
+
+
+async def test_a_third_of_a_megabyte_of_empty_records_is_refused_by_count(
+    client: httpx.AsyncClient, bus: InProcessBus
+) -> None:
+    # The observed attack: 0.3 MB of `{}` records got a 26.6 MB answer after 6.3 s.
+    body = b"[" + b",".join([b"{}"] * 100_000) + b"]"
+    assert len(body) == 300_001
+    r = await client.post("/v1/events", content=body, headers=JSON)
+    assert r.status_code == 413
+    assert r.json() == {
+        "error": "payload_too_large",
+        "message": "too_many_records: (body): expected at most 1000 records per batch, "
+                   "received 100000 records; " + REJECTED,
+        "errors": [{"index": None, "event_id": None, "reason": "too_many_records",
+                    "problems": [{"field": "(body)",
+                                  "expected": "at most 1000 records per batch",
+                                  "received": "100000 records"}]}],
+    }
+    assert len(r.content) == 385
+    assert bus.topic_size(TOPIC) == 0
+
+
+async def test_a_full_batch_of_bad_records_lists_at_most_100(
+    client: httpx.AsyncClient, bus: InProcessBus
+) -> None:
+    body = b"[" + b",".join([b"{}"] * 1000) + b"]"
+    r = await client.post("/v1/events", content=body, headers=JSON)
+    assert r.status_code == 422
+    answer = r.json()
+    assert answer["message"] == (
+        "1000 invalid record(s) (100 listed, 900 more not); " + REJECTED)
+    assert answer["omitted"] == 900
+    assert [e["index"] for e in answer["errors"]] == list(range(100))
+    assert {e["reason"] for e in answer["errors"]} == {"unknown_event_type"}
+    assert len(r.content) == 26_482  # 100 records described, ~265 bytes each
+    assert bus.topic_size(TOPIC) == 0
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"event_type": "user_rating", "comment": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    b'[{"a": ' * 3000 + b"1" + b"}]" * 3000,
+])
+async def test_deep_nesting_is_422_not_a_crash(
+    client: httpx.AsyncClient, bus: InProcessBus, body: bytes
+) -> None:
+    r = await client.post("/v1/events", content=body, headers=JSON)
+    assert r.status_code == 422
+    answer = r.json()
+    assert answer["error"] in ("invalid_body", "invalid_events")
+    assert answer["errors"][0]["reason"] in ("malformed_json", "undecodable")
+    assert bus.topic_size(TOPIC) == 0
+
+
+async def test_validation_runs_in_a_worker_thread(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[int] = []
+    original = ingest_app.decode_body
+
+    def recording(body: bytes, limits: BatchLimits) -> list[FeedbackEvent]:
+        threads.append(threading.get_ident())
+        return original(body, limits)
+
+    monkeypatch.setattr(ingest_app, "decode_body", recording)
+    event: dict[str, Any] = {
+        "event_type": "user_rating", "event_id": "00000000-0000-0000-0000-000000000001",
+        "agent_id": "who", "conversation_id": "c1", "turn_id": "t1",
+        "occurred_at": "2025-03-01T14:00:00+02:00", "thumbs": "down",
+    }
+    r = await client.post("/v1/events", content=json.dumps(event), headers=JSON)
+    assert r.status_code == 202
+    assert len(threads) == 1 and threads[0] != threading.get_ident()
+
+
+def test_one_limit_in_one_place() -> None:
+    # ingest's settings and parse_events' default are the same limits
+    assert Settings().ingest.limits() == BatchLimits()
+    assert BatchLimits().max_body_bytes == 10 * 1024 * 1024
