@@ -137,6 +137,9 @@ class EvaluatorService(Service):
         self._in_flight: set[UUID] = set()
         self._accepting = True
         self._running = 0  # jobs a worker is in (claim to published completion)
+        # jobs waiting in the queue: a job is queued at most once however often the sweep
+        # and the bus name it (docs/security.md#cost-amplification)
+        self._queued: set[UUID] = set()
         self.skipped = 0
         self.completed = 0
         self.job_errors = 0
@@ -161,7 +164,7 @@ class EvaluatorService(Service):
             if await job_store.record_request(self.deps.pool, request):
                 log.info("evaluator: job %s recorded from the bus (not in the outbox)",
                          request.job_id)
-            self._queue.put_nowait(request.job_id)
+            self.enqueue(request.job_id)
 
     async def on_feedback_events(self, records: list[Record]) -> None:
         """Propose a golden-set candidate for every escalation event (see
@@ -210,6 +213,7 @@ class EvaluatorService(Service):
     async def _worker(self) -> None:
         while True:
             job_id = await self._queue.get()
+            self._queued.discard(job_id)
             if not self._accepting:
                 continue  # stopping: the job stays requested; the next sweep queues it again
             self._running += 1
@@ -254,9 +258,20 @@ class EvaluatorService(Service):
             max_attempts=self.cfg.max_attempts,
         )
         for job_id in due:
-            if job_id not in self._in_flight:
-                self._queue.put_nowait(job_id)
+            self.enqueue(job_id)
         return due
+
+    def enqueue(self, job_id: UUID) -> bool:
+        """Queue ``job_id`` for a worker unless it is already queued or running here.
+
+        Returns:
+            Whether it was queued now.
+        """
+        if job_id in self._queued or job_id in self._in_flight:
+            return False
+        self._queued.add(job_id)
+        self._queue.put_nowait(job_id)
+        return True
 
     # ------------------------------------------------------------------ one job
 

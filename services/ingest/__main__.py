@@ -13,7 +13,7 @@ def main() -> None:
     settings = Settings()
     uvicorn.run(
         build_http_app(settings), host=settings.ingest.host, port=settings.ingest.port,
-        log_level="info",
+        log_level="info", **settings.ingest.uvicorn_limits(),  # type: ignore[arg-type]
     )
 
 

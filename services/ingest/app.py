@@ -20,6 +20,11 @@ Contract (issue 2, "Services" and "Bad input"):
   (Kafka: ``acks=all``). ``503`` when the bus refused: re-send the batch; the recorder stores
   each ``event_id`` once, so a retry cannot double-count.
 
+Every request needs an API key allowed to send the batch's agents, within the key's rate
+(``services/ingest/auth.py``; ``docs/security.md#api-keys``): ``401`` / ``403`` / ``429``.
+With ``ingest.redact_pii`` on, e-mail addresses, phone numbers and similar identifiers in the
+events' text are masked before publishing (``docs/security.md#redaction``).
+
 Producers may also write to the topic directly; the recorder validates again.
 """
 
@@ -32,6 +37,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -43,6 +49,8 @@ from evalloop.errors import BusError, FieldProblem, InvalidBatch, InvalidEvent
 from evalloop.events import BatchLimits, FeedbackEvent, dump_event, parse_events, utc_now
 from evalloop.runtime import HealthProvider, health_answer, topics_for
 from evalloop.settings import Settings
+from services.ingest.auth import IngestGuard
+from services.ingest.redaction import redact_events
 
 __all__ = ["build_http_app", "decode_body", "dedupe_batch"]
 
@@ -147,7 +155,11 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
 
 
 def build_http_app(
-    settings: Settings, bus: Bus | None = None, *, health: HealthProvider | None = None
+    settings: Settings,
+    bus: Bus | None = None,
+    *,
+    pool: asyncpg.Pool | None = None,
+    health: HealthProvider | None = None,
 ) -> Starlette:
     """The ingest ASGI app.
 
@@ -155,6 +167,8 @@ def build_http_app(
         settings: ``ingest`` limits, ``kafka`` connection and topic prefix.
         bus: publish through this bus (the demo's ``InProcessBus``, tests); ``None`` = a
             ``KafkaBus`` over a FastStream ``KafkaBroker`` connected in the app's lifespan.
+        pool: PostgreSQL pool holding the API keys; ``None`` = one opened (and migrated) from
+            ``settings.postgres`` in the app's lifespan.
         health: the health of the other services of the process (``evalloop up``), reported
             by ``/healthz`` and ``/readyz`` (``docs/operations.md#supervision``).
 
@@ -164,8 +178,12 @@ def build_http_app(
     topic = topics_for(settings).feedback_events
     limits = settings.ingest.limits()
     limit = limits.max_body_bytes
+    guard = IngestGuard(settings.ingest, pool)
 
     async def post_events(request: Request) -> JSONResponse:
+        key = await guard.admit(request)
+        if isinstance(key, JSONResponse):
+            return key
         ctype = request.headers.get("content-type", "")
         media = ctype.split(";")[0].strip().lower()
         if media != "application/json" and not media.endswith("+json"):
@@ -204,6 +222,11 @@ def build_http_app(
                 422, "empty_batch", "expected one event object or a non-empty array, received []",
                 errors=[],
             )
+        refused = guard.refuse_agents(key, events)
+        if refused is not None:
+            return refused
+        if settings.ingest.redact_pii:
+            events = redact_events(events)
         now = utc_now()
         stamped = [e.model_copy(update={"received_at": now}) for e in events]
         try:
@@ -234,6 +257,15 @@ def build_http_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if guard.pool is None:
+                guard.pool = await _key_pool(settings)
+                stack.push_async_callback(guard.pool.close)
+            async with _bus_lifespan(app):
+                yield
+
+    @contextlib.asynccontextmanager
+    async def _bus_lifespan(app: Starlette) -> AsyncIterator[None]:
         if bus is not None:
             yield
             return
@@ -259,3 +291,16 @@ def build_http_app(
     )
     app.state.bus = bus
     return app
+
+
+async def _key_pool(settings: Settings) -> asyncpg.Pool:
+    """A small pool on the database holding ``api_keys`` (migrated first, like every service).
+
+    Raises:
+        StorageError: PostgreSQL is unreachable or a migration failed.
+    """
+    from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
+
+    dsn = resolve_dsn(settings.postgres)
+    await migrate(dsn)
+    return await connect_pool(dsn, min_size=1, max_size=4)

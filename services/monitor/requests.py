@@ -4,9 +4,10 @@ Job ids are deterministic (uuid5 in :data:`JOB_NAMESPACE`) over what caused the 
 redelivered cause maps to the job already recorded (``ON CONFLICT (job_id) DO NOTHING``):
 
 * ``negative_rate``: the agent and the event time of the firing (seed 004: > 2% over 24 h);
-* ``system_prompt`` / ``model_version`` / ``knowledge_base``: the ``agent_changed`` event's id
-  (seed 003 cadence: prompt or model change -> full set; knowledge-base update -> the cases
-  relevant to the changed content);
+* ``system_prompt`` / ``model_version`` / ``knowledge_base``: the agent, the change kind and the
+  new version (seed 003 cadence: prompt or model change -> full set; knowledge-base update ->
+  the cases relevant to the changed content). Not the event id: any number of events
+  announcing one version are one job (``docs/security.md#cost-amplification``);
 * ``weekly_sample``: the agent and the previous sample's time (seed 003 cadence: weekly
   production monitoring, a random sample of 10 cases, seeded).
 """
@@ -22,6 +23,7 @@ from evalloop.events import AgentChanged, ReevalRequested
 
 __all__ = [
     "JOB_NAMESPACE",
+    "change_job_id",
     "change_request",
     "negative_rate_request",
     "weekly_request",
@@ -65,12 +67,19 @@ def _doc_list(docs: list[str], limit: int = 5) -> str:
     return shown + (f" and {len(docs) - limit} more" if len(docs) > limit else "")
 
 
+def change_job_id(agent_id: str, change_kind: str, new_version: str) -> UUID:
+    """The one job id of a change: uuid5 of ``agent_changed/<agent>/<kind>/<version>``."""
+    return uuid5(JOB_NAMESPACE, f"agent_changed/{agent_id}/{change_kind}/{new_version}")
+
+
 def change_request(event: AgentChanged, *, requested_at: datetime) -> ReevalRequested:
     """The request an ``agent_changed`` event causes (seed 003's cadence table).
 
     ``system_prompt`` and ``model_version`` run the full golden set; ``knowledge_base`` runs the
     cases touching ``changed_documents`` (the evaluator selects them by context chunks / tags).
-    The job id is uuid5 of the event id: a redelivered or re-sent event is the same job.
+    The job id is uuid5 of (agent, change kind, new version): a redelivered or re-sent event,
+    or another event announcing the same version, is the same job
+    (``docs/security.md#cost-amplification``).
     """
     when = event.occurred_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     if event.change_kind == "knowledge_base":
@@ -87,7 +96,7 @@ def change_request(event: AgentChanged, *, requested_at: datetime) -> ReevalRequ
             "runs the full golden set (seed 003 cadence)"
         )
     return ReevalRequested(
-        job_id=uuid5(JOB_NAMESPACE, f"agent_changed/{event.event_id}"),
+        job_id=change_job_id(event.agent_id, event.change_kind, event.new_version),
         agent_id=event.agent_id,
         requested_at=requested_at,
         trigger=event.change_kind,

@@ -31,6 +31,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+from cachetools import LRUCache
 
 from evalloop.adapters import monitor_store as store
 from evalloop.adapters.bus import Record
@@ -63,6 +64,7 @@ class MonitorService(Service):
         skipped: records that could not be decoded (the recorder dead-letters them).
         requested: jobs this instance recorded (all triggers).
         published: job requests this instance published.
+        cooled_down: agent changes not re-evaluated because of the change cooldown.
     """
 
     name = "monitor"
@@ -96,12 +98,16 @@ class MonitorService(Service):
         weights = FusionWeights.from_mapping(deps.settings.fusion.model_dump())
         self._weights = weights
         self.clock: Callable[[], datetime] = deps.clock or utc_now
-        self._windows: dict[str, tuple[int, AgentWindow]] = {}
+        # bounded: an agent evicted is rebuilt from its stored buckets on its next batch
+        self._windows: LRUCache[str, tuple[int, AgentWindow]] = LRUCache(
+            maxsize=m.max_cached_agents
+        )
         self._outbox_lock = asyncio.Lock()
         self._outbox_dirty = True
         self.skipped = 0
         self.requested = 0
         self.published = 0
+        self.cooled_down = 0
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -179,7 +185,7 @@ class MonitorService(Service):
                 trig = {a: states[a].trigger for a in turn_agents}
                 jobs = [
                     *self._fold(observations, ledger, windows, trig, now),
-                    *(change_request(c, requested_at=now) for c in changes),
+                    *await self._change_requests(conn, changes, now),
                 ]
                 await store.upsert_turns(conn, ledger.changed())
                 await store.add_bucket_deltas(conn, ledger.net_deltas())
@@ -229,6 +235,34 @@ class MonitorService(Service):
             elif decision.rearmed:
                 log.info("monitor: %s: %s", agent, decision.why)
         return jobs
+
+    async def _change_requests(
+        self, conn: asyncpg.Connection, changes: list[AgentChanged], now: datetime
+    ) -> list[ReevalRequested]:
+        """One job per (agent, change kind, new version), and none for a change of a kind
+        whose previous job is younger than ``change_cooldown_s`` (wall clock, so forged event
+        times cannot shorten it): ``docs/security.md#cost-amplification``."""
+        if not changes:
+            return []
+        cooldown = timedelta(seconds=self.settings.change_cooldown_s)
+        last = await store.last_change_jobs(conn, {(c.agent_id, c.change_kind) for c in changes})
+        out: dict[UUID, ReevalRequested] = {}
+        for c in changes:
+            job = change_request(c, requested_at=now)
+            if job.job_id in out:
+                continue
+            pair = (c.agent_id, c.change_kind)
+            previous = last.get(pair)
+            if previous is not None and now - previous < cooldown:
+                self.cooled_down += 1
+                log.info("monitor: %s: %s change to %s not re-evaluated: the previous %s job "
+                         "was requested at %s, within the %d s cooldown", c.agent_id,
+                         c.change_kind, c.new_version, c.change_kind, previous.isoformat(),
+                         self.settings.change_cooldown_s)
+                continue
+            out[job.job_id] = job
+            last[pair] = now
+        return list(out.values())
 
     @staticmethod
     def _state(old: store.AgentState, trig: TriggerState, w: AgentWindow) -> store.AgentState:

@@ -30,6 +30,7 @@ from uuid import UUID
 
 import asyncpg
 import numpy as np
+from cachetools import LRUCache
 
 from evalloop.adapters.embedder import Embedder, embed
 from evalloop.adapters.triage_store import (
@@ -112,8 +113,9 @@ class GoldenCache:
     question alone (near-duplicates).
     """
 
-    vectors: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = field(
-        default_factory=dict
+    # bounded (LRU): edited cases leave old keys behind; ~3 KB per MiniLM entry
+    vectors: LRUCache[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=lambda: LRUCache(maxsize=20_000)
     )
 
     async def get(

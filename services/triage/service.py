@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from uuid import UUID
 
+from cachetools import LRUCache
 from pydantic import ValidationError
 
 from evalloop.adapters.bus import Record
@@ -39,6 +40,7 @@ from evalloop.adapters.embedder import Embedder, build_embedder
 from evalloop.adapters.triage_store import agents_due, mark_published, store_errors, unpublished
 from evalloop.errors import BusError, EmbeddingError, StorageError
 from evalloop.events import CandidateProposed, NegativeCase, dump_event
+from evalloop.locks import KeyedLocks
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_TRIAGE
 from services.triage.online import IngestOutcome, ingest_cases
@@ -107,8 +109,10 @@ class TriageService(Service):
             embedder or deps.embedder or build_embedder(self.cfg)
         )
         self.stats = TriageStats()
-        self.last_reports: dict[str, ReclusterReport] = {}
-        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # bounded per-agent state (docs/security.md#cost-amplification): the newest reports,
+        # and a lock only while someone holds or waits for it
+        self.last_reports: LRUCache[str, ReclusterReport] = LRUCache(maxsize=1000)
+        self._locks = KeyedLocks()
         self._golden = GoldenCache()
 
     # -- lifecycle
@@ -147,7 +151,7 @@ class TriageService(Service):
 
     async def ingest(self, agent_id: str, cases: list[NegativeCase]) -> IngestOutcome:
         """Embed, assign and store one agent's cases (no re-clustering, no publishing)."""
-        async with self._locks[agent_id]:
+        async with self._locks(agent_id):
             outcome = await ingest_cases(
                 self.deps.pool, self.embedder, agent_id, cases,
                 min_similarity=1.0 - self.cfg.cluster_threshold,
@@ -162,7 +166,7 @@ class TriageService(Service):
         Raises:
             EmbeddingError, StorageError, BusError.
         """
-        async with self._locks[agent_id]:
+        async with self._locks(agent_id):
             report = await recluster_agent(
                 self.deps.pool, self.embedder, self.cfg, agent_id, self._golden
             )

@@ -139,6 +139,9 @@ class _Event(_Model):
     turn_id: Annotated[str, Field(min_length=1, max_length=256)]
     occurred_at: EventTime
     received_at: AwareDatetime | None = None
+    # the end user's pseudonymous id, when the producer knows it: `evalloop erase --user`
+    # removes every conversation that carries it (docs/security.md#erasure)
+    user_id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
     question: Text | None = None
     answer: Text | None = None
     context_chunks: list[ContextChunk] | None = Field(default=None, max_length=64)

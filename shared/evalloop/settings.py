@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from evalloop.core.redaction import is_loopback, known_default_password, redact_url
 from evalloop.errors import ConfigError
 from evalloop.events import MAX_BODY_BYTES, BatchLimits
 
@@ -24,6 +25,7 @@ __all__ = [
     "MonitorSettings",
     "PostgresSettings",
     "RecorderSettings",
+    "RetentionSettings",
     "Settings",
     "TriageSettings",
 ]
@@ -36,6 +38,32 @@ class KafkaSettings(BaseModel):
     client_id: str = "evalloop"
     num_partitions: int = Field(3, ge=1, description="partitions for topics evalloop creates")
     topic_prefix: str = Field("", description="prefix of every topic name (namespaces, tests)")
+    # Transport security (docs/security.md#secrets): passed to aiokafka and FastStream.
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = Field(
+        None, description="env EVALLOOP_KAFKA__SASL_PASSWORD; never logged (SecretStr)"
+    )
+    ssl_cafile: Path | None = Field(None, description="CA bundle that signed the brokers' certs")
+
+    @model_validator(mode="after")
+    def _sasl_complete(self) -> KafkaSettings:
+        sasl = self.security_protocol.startswith("SASL_")
+        if sasl and not (self.sasl_mechanism and self.sasl_username and self.sasl_password):
+            raise ConfigError(
+                f"kafka.security_protocol={self.security_protocol} needs sasl_mechanism, "
+                "sasl_username and sasl_password (EVALLOOP_KAFKA__SASL_PASSWORD)"
+            )
+        if sasl and self.sasl_password is not None:
+            hosts = [h.rsplit(":", 1)[0] for h in self.bootstrap.split(",")]
+            weak = known_default_password(self.sasl_password.get_secret_value())
+            if weak and not all(is_loopback(h) for h in hosts):
+                raise ConfigError(
+                    f"kafka.sasl_password is a known default ({weak}); refused for the "
+                    f"non-loopback brokers {self.bootstrap} (docs/security.md#secrets)"
+                )
+        return self
 
 
 class PostgresSettings(BaseModel):
@@ -51,9 +79,32 @@ class PostgresSettings(BaseModel):
 
     @model_validator(mode="after")
     def _no_placeholder(self) -> PostgresSettings:
-        if self.dsn and ("changeme" in self.dsn or "<" in self.dsn):
-            raise ConfigError(f"EVALLOOP_POSTGRES__DSN is still a placeholder: {self.dsn!r}")
+        if self.dsn and "<" in self.dsn:
+            raise ConfigError(
+                f"EVALLOOP_POSTGRES__DSN is still a placeholder: {redact_url(self.dsn)!r}"
+            )
+        if self.dsn:
+            _refuse_default_password(self.dsn, "EVALLOOP_POSTGRES__DSN")
         return self
+
+
+def _refuse_default_password(url: str, setting: str) -> None:
+    """Refuse a URL whose password is a known default unless its host is loopback (or a
+    Unix socket): ``docs/security.md#secrets``.
+
+    Raises:
+        ConfigError: naming the setting and the default, never the password's position.
+    """
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    weak = known_default_password(parts.password or "", user=parts.username)
+    host = parts.hostname or (parse_qs(parts.query).get("host") or [""])[0]
+    if weak and not (not host or host.startswith("/") or is_loopback(host)):
+        raise ConfigError(
+            f"{setting} uses a known default password ({weak}) for the non-loopback host "
+            f"{host}: set a strong one (docs/security.md#secrets)"
+        )
 
 
 class IngestSettings(BaseModel):
@@ -69,6 +120,49 @@ class IngestSettings(BaseModel):
     def limits(self) -> BatchLimits:
         """These limits as the :class:`~evalloop.events.BatchLimits` ``parse_events`` enforces."""
         return BatchLimits(self.max_body_bytes, self.max_records, self.max_errors)
+    # API keys and rate limits (docs/security.md#api-keys, #rate-limits).
+    rate_limit: str = Field(
+        "50/second", description="per key, moving window (``limits`` notation); a key's own "
+        "rate_limit wins"
+    )
+    auth_failure_limit: str = Field(
+        "20/minute", description="requests with a missing or bad key per client address"
+    )
+    rate_limit_storage: str = Field(
+        "async+memory://", description="``limits`` storage URI (async+redis://... to share "
+        "one window between ingest replicas)"
+    )
+    key_cache_s: float = Field(
+        5.0, ge=0, description="seconds a looked-up key is cached (a revocation takes at "
+        "most this long); 0 = look up every request"
+    )
+    key_cache_size: int = Field(10_000, ge=1, description="keys cached at most (LRU)")
+    redact_pii: bool = Field(
+        False, description="mask e-mail addresses, phone numbers and similar identifiers in "
+        "event text before publishing (docs/security.md#redaction)"
+    )
+    max_header_bytes: int = Field(
+        16 * 1024, ge=1024, description="largest request head (line + headers) the HTTP "
+        "server reads; larger is answered 400 before the app runs"
+    )
+
+    def uvicorn_limits(self) -> dict[str, object]:
+        """Keyword arguments of ``uvicorn.Config`` that bound a request head (h11 parser, so
+        installing httptools changes nothing): ``docs/security.md#api-keys``."""
+        return {"http": "h11", "h11_max_incomplete_event_size": self.max_header_bytes}
+
+    @field_validator("rate_limit", "auth_failure_limit")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        from limits import parse
+
+        try:
+            parse(value)
+        except ValueError as exc:
+            raise ConfigError(
+                f"expected a rate such as '50/second' or '1000/minute', got {value!r}"
+            ) from exc
+        return value
 
 
 class RecorderSettings(BaseModel):
@@ -128,6 +222,14 @@ class MonitorSettings(BaseModel):
     weekly_sample_size: int = Field(10, description="cases per sampled run (seed 003: 10)")
     weekly_seed: int = Field(0, description="base seed of the weekly samples (mixed per agent)")
     schedule_tick_s: float = Field(60.0, description="how often the schedule is checked, s")
+    change_cooldown_s: int = Field(
+        3600, ge=0, description="seconds (wall clock) between two agent-change re-evaluations "
+        "of one (agent, change kind) (docs/security.md#cost-amplification)"
+    )
+    max_cached_agents: int = Field(
+        10_000, ge=1, description="agent windows kept in memory (LRU; others are rebuilt "
+        "from PostgreSQL)"
+    )
 
 
 class TriageSettings(BaseModel):
@@ -238,6 +340,27 @@ class EvaluatorSettings(BaseModel):
         return self
 
 
+class RetentionSettings(BaseModel):
+    """How long personal text is kept, days (``docs/security.md#retention``); ``None`` = for
+    ever. ``interval_s``: seconds between two runs of the pruning job (``services/retention``,
+    ``evalloop prune``)."""
+
+    events_days: int | None = Field(
+        90, ge=2, description="events, fused negative cases (by stored/updated time)"
+    )
+    monitor_turns_days: int | None = Field(
+        30, ge=2, description="monitor turn flags and buckets (>= 2: the 24 h window)"
+    )
+    triage_days: int | None = Field(
+        90, ge=1, description="embedded cases, and review-queue rows still pending or rejected"
+    )
+    results_days: int | None = Field(
+        365, ge=1, description="evaluation runs with their per-case results, finished jobs"
+    )
+    interval_s: float = Field(3600.0, gt=0)
+    batch_rows: int = Field(10_000, ge=1, description="rows deleted per statement")
+
+
 class Settings(BaseSettings):
     """All of evalloop's settings: env ``EVALLOOP_<SECTION>__<FIELD>``.
 
@@ -256,3 +379,4 @@ class Settings(BaseSettings):
     monitor: MonitorSettings = MonitorSettings()
     triage: TriageSettings = TriageSettings()
     evaluator: EvaluatorSettings = EvaluatorSettings()
+    retention: RetentionSettings = RetentionSettings()

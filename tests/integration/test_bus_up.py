@@ -11,6 +11,7 @@ import httpx
 import pytest
 import typer
 
+from evalloop.adapters.key_store import create_key
 from evalloop.cli.up import SERVICES, available_services, load_service, run_services
 from evalloop.settings import IngestSettings, KafkaSettings, PostgresSettings, Settings
 
@@ -31,14 +32,20 @@ def _event(agent: str, turn: str) -> dict[str, object]:
     }
 
 
-async def test_ingest_and_recorder_run_together_and_stop_on_request(settings: Settings) -> None:
+async def test_ingest_and_recorder_run_together_and_stop_on_request(
+    settings: Settings, pool: asyncpg.Pool
+) -> None:
     port = _free_port()
     settings = settings.model_copy(update={"ingest": IngestSettings(port=port)})
     stop = asyncio.Event()
     events = [_event("agent-up", f"t{i}") for i in range(3)]
 
+    token, _ = await create_key(pool, "up test", agent_ids=["agent-up"])
+
     async def drive() -> int:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        headers = {"Authorization": f"Bearer {token.token}"}
+        base = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=base, headers=headers) as client:
             async with asyncio.timeout(WAIT_S):
                 while True:  # wait for uvicorn to bind
                     try:

@@ -279,3 +279,23 @@ async def test_a_graceful_stop_hands_the_job_back(env: Env) -> None:
     job = await _job(env.pool, req.job_id)
     assert (job["status"], job["claimed_by"], job["attempts"]) == (
         "succeeded", second.worker_id, 1)
+
+
+async def test_the_sweep_and_the_bus_queue_a_job_once(env: Env) -> None:
+    """Before: every sweep (every 0.2 s here) queued every due job again, so a job waiting
+    behind a long run was queued hundreds of times. Now it is queued once until a worker
+    takes it."""
+    svc = env.service(request_grace_s=0)  # not started: nothing takes jobs off the queue
+    req = _request(requested_at=datetime(2026, 1, 1, tzinfo=UTC))
+    assert await job_store.record_request(env.pool, req)
+    assert [await svc.sweep() for _ in range(3)] == [[req.job_id]] * 3
+    await svc.on_reeval_requested([_record(env, req), _record(env, req)])
+    assert svc._queue.qsize() == 1
+    assert svc.enqueue(req.job_id) is False
+
+
+def _record(env: Env, req: ReevalRequested) -> Any:
+    from evalloop.adapters.bus import Record
+
+    return Record(topic=env.topics.reeval_requested, partition=0, offset=0, key=AGENT,
+                  value=dump_event(req))

@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from evalloop.adapters.bus import InProcessBus
+from evalloop.adapters.key_store import create_key
 from evalloop.errors import BusError
 from evalloop.events import MAX_EVENT_BYTES
 from evalloop.settings import IngestSettings, Settings
@@ -41,10 +43,22 @@ def bus() -> InProcessBus:
 
 
 @pytest.fixture
-async def client(bus: InProcessBus) -> AsyncIterator[httpx.AsyncClient]:
-    app = build_http_app(Settings(ingest=IngestSettings(max_body_bytes=400_000)), bus=bus)
+async def token(pool: asyncpg.Pool) -> str:
+    """An API key for every agent (ingest refuses requests without one)."""
+    new, _ = await create_key(pool, "test_ingest", agent_ids=None, rate_limit="100000/second")
+    return new.token
+
+
+@pytest.fixture
+async def client(
+    bus: InProcessBus, pool: asyncpg.Pool, token: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    app = build_http_app(
+        Settings(ingest=IngestSettings(max_body_bytes=400_000)), bus=bus, pool=pool
+    )
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://ingest",
+                                 headers={"Authorization": f"Bearer {token}"}) as c:
         yield c
 
 
@@ -259,9 +273,10 @@ class RefusingBus:
         raise BusError("broker unreachable")
 
 
-async def test_bus_failure_is_503_asking_for_a_retry() -> None:
-    app = build_http_app(Settings(), bus=RefusingBus())
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as c:
+async def test_bus_failure_is_503_asking_for_a_retry(pool: asyncpg.Pool, token: str) -> None:
+    app = build_http_app(Settings(), bus=RefusingBus(), pool=pool)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x",
+                                 headers={"Authorization": f"Bearer {token}"}) as c:
         r = await c.post("/v1/events", json=event())
     assert r.status_code == 503
     assert r.json()["error"] == "bus_unavailable"

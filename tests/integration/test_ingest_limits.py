@@ -9,11 +9,13 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 import services.ingest.app as ingest_app
 from evalloop.adapters.bus import InProcessBus
+from evalloop.adapters.key_store import create_key
 from evalloop.events import BatchLimits, FeedbackEvent
 from evalloop.settings import Settings
 from evalloop.topics import Topics
@@ -30,10 +32,12 @@ def bus() -> InProcessBus:
 
 
 @pytest.fixture
-async def client(bus: InProcessBus) -> AsyncIterator[httpx.AsyncClient]:
-    app = build_http_app(Settings(), bus=bus)  # the default limits
+async def client(bus: InProcessBus, pool: asyncpg.Pool) -> AsyncIterator[httpx.AsyncClient]:
+    new, _ = await create_key(pool, "limits", agent_ids=None, rate_limit="100000/second")
+    app = build_http_app(Settings(), bus=bus, pool=pool)  # the default limits
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://ingest",
+                                 headers={"Authorization": f"Bearer {new.token}"}) as c:
         yield c
 
 

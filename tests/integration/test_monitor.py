@@ -380,7 +380,7 @@ def change(agent: str, kind: str, version: str, docs: list[str] | None = None) -
                         new_version=version, changed_documents=docs or [])
 
 
-async def test_agent_changes_request_jobs_once_per_event(pool: asyncpg.Pool) -> None:
+async def test_agent_changes_request_jobs_once_per_version(pool: asyncpg.Pool) -> None:
     bus = InProcessBus()
     svc = make(pool, bus)
     prompt = change("hr", "system_prompt", "p-7")
@@ -391,9 +391,9 @@ async def test_agent_changes_request_jobs_once_per_event(pool: asyncpg.Pool) -> 
     await handle(make(pool, bus), [model])  # and seen by a restarted process
     reqs = requests_on(bus)
     assert [(r.trigger, r.job_id) for r in reqs] == [
-        ("system_prompt", uuid5(JOB_NAMESPACE, f"agent_changed/{prompt.event_id}")),
-        ("model_version", uuid5(JOB_NAMESPACE, f"agent_changed/{model.event_id}")),
-        ("knowledge_base", uuid5(JOB_NAMESPACE, f"agent_changed/{kb.event_id}")),
+        ("system_prompt", uuid5(JOB_NAMESPACE, "agent_changed/hr/system_prompt/p-7")),
+        ("model_version", uuid5(JOB_NAMESPACE, "agent_changed/hr/model_version/gpt-x-2")),
+        ("knowledge_base", uuid5(JOB_NAMESPACE, "agent_changed/hr/knowledge_base/kb-12")),
     ]
     assert reqs[0].reason == (
         "system prompt changed to p-7 at 2026-03-02T10:00:00Z: runs the full golden set "
@@ -448,3 +448,55 @@ async def test_jobs_are_listed_newest_first_with_filters(pool: asyncpg.Pool) -> 
     (x,) = await store.list_jobs(pool, agent_id="x")
     assert x.result == {"gates": {"passed": 28, "failed": 1}}
     assert isinstance(x.job_id, UUID)
+
+
+# --------------------------------------------------------------------------- cost amplification
+
+
+async def test_a_flood_of_change_events_for_one_version_is_one_job(pool: asyncpg.Pool) -> None:
+    """500 agent_changed events (new ids each) announcing one version: one full run, not 500."""
+    bus = InProcessBus()
+    svc = make(pool, bus)
+    flood = [change("hr", "system_prompt", "p-8") for _ in range(500)]
+    await handle(svc, flood, batch=100)
+    await handle(make(pool, bus), flood[:3])  # another process, same version
+    reqs = requests_on(bus)
+    assert [(r.trigger, r.job_id) for r in reqs] == [
+        ("system_prompt", uuid5(JOB_NAMESPACE, "agent_changed/hr/system_prompt/p-8")),
+    ]
+    assert await pool.fetchval("SELECT count(*) FROM reeval_jobs") == 1
+
+
+async def test_new_versions_within_the_cooldown_are_not_re_evaluated(
+    pool: asyncpg.Pool,
+) -> None:
+    """New version ids every event (the attacker's variant): one job per (agent, kind) per
+    cooldown; other kinds and other agents are not held back."""
+    now = [datetime(2026, 3, 2, 12, 0, tzinfo=UTC)]
+    bus = InProcessBus()
+    svc = make(pool, bus, MonitorSettings(**{**MONITOR.model_dump(), "change_cooldown_s": 3600}),
+               clock=lambda: now[0])
+    await handle(svc, [change("hr", "system_prompt", f"p-{i}") for i in range(50)], batch=10)
+    await handle(svc, [change("hr", "model_version", "m-1"), change("cdc", "system_prompt", "c")])
+    now[0] += timedelta(seconds=3599)
+    await handle(svc, [change("hr", "system_prompt", "p-late")])
+    now[0] += timedelta(seconds=1)
+    await handle(svc, [change("hr", "system_prompt", "p-after")])
+    assert [(r.agent_id, r.trigger, r.reason.split(" at ")[0]) for r in requests_on(bus)] == [
+        ("hr", "system_prompt", "system prompt changed to p-0"),
+        ("hr", "model_version", "model version changed to m-1"),
+        ("cdc", "system_prompt", "system prompt changed to c"),
+        ("hr", "system_prompt", "system prompt changed to p-after"),
+    ]
+    assert svc.cooled_down == 50  # p-1..p-49 and p-late
+
+
+async def test_the_window_cache_is_bounded(pool: asyncpg.Pool) -> None:
+    svc = make(pool, monitor=MonitorSettings(**{**MONITOR.model_dump(), "max_cached_agents": 3}))
+    await handle(svc, [served(f"agent-{i}", 1, at(i)) for i in range(10)])
+    assert svc.describe()["agents"] == 3
+    assert svc.window("agent-9") is not None and svc.window("agent-0") is None
+    # an evicted agent is rebuilt from its stored buckets: its counts are intact
+    await handle(svc, [served("agent-0", 2, at(20))])
+    w = svc.window("agent-0")
+    assert w is not None and w.totals.turns == 2

@@ -21,6 +21,7 @@ import uvicorn
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from faststream import TestApp
 
+from evalloop.adapters.key_store import create_key
 from evalloop.events import NegativeCase
 from evalloop.settings import Settings
 from evalloop.topics import Topics
@@ -168,12 +169,14 @@ async def test_ingest_to_kafka_to_recorder(
     settings: Settings, topics: Topics, pool: asyncpg.Pool
 ) -> None:
     port = _free_port()
+    token, _ = await create_key(pool, "recorder test", agent_ids=None)
     server = uvicorn.Server(uvicorn.Config(build_http_app(settings), host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="on"))
     async with asyncio.TaskGroup() as tg:
         tg.create_task(server.serve())
         await wait_for(lambda: _started(server), timeout_s=30)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}",
+                                     headers={"Authorization": f"Bearer {token.token}"}) as client:
             ok = await client.post("/v1/events", json=[
                 event(1, "agent_response", question="Q?", answer="A."),
                 event(2, score=1, comment="no"),

@@ -9,11 +9,13 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 
+import asyncpg
 import uvicorn
 from aiokafka import AIOKafkaConsumer
 from typer.testing import CliRunner
 
 from evalloop.adapters.bus import InProcessBus
+from evalloop.adapters.key_store import create_key
 from evalloop.cli.main import app
 from evalloop.replay import prepare_replay
 from evalloop.settings import Settings
@@ -94,19 +96,28 @@ async def test_replay_to_kafka(kafka_bootstrap: str, topics: Topics) -> None:
         assert mine == sorted(mine, key=position.__getitem__), agent
 
 
-async def test_replay_to_the_ingest_service_over_http() -> None:
+async def test_replay_to_the_ingest_service_over_http(pool: asyncpg.Pool) -> None:
     bus = InProcessBus()
-    async with _serve(build_http_app(Settings(), bus=bus)) as url:
+    token, _ = await create_key(pool, "replay", agent_ids=["covid-qa-who", "airline-support"])
+    async with _serve(build_http_app(Settings(), bus=bus, pool=pool)) as url:
         result = await asyncio.to_thread(
             CliRunner().invoke, app,
             ["replay", "--ingest-url", url, "--limit", "700", "--batch-size", "250", *ARGS],
-            env={"COLUMNS": "200"},
+            env={"COLUMNS": "200", "EVALLOOP_API_KEY": token.token},
         )
     assert result.exit_code == 0, result.output
     assert f"delivered 700 events to {url}" in result.output
     published = [json.loads(r.value) for r in bus.messages(Topics().feedback_events)]
     assert [p["event_id"] for p in published] == _expected(700)
     assert all(p["received_at"] for p in published)  # stamped by ingest
+
+
+def test_replay_to_ingest_needs_the_key_in_the_environment() -> None:
+    result = CliRunner().invoke(
+        app, ["replay", "--ingest-url", "http://127.0.0.1:1", "--api-key-env", "NO_SUCH_VAR_X",
+              *ARGS], env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert "needs an API key in the environment variable NO_SUCH_VAR_X" in result.output
 
 
 def test_replay_refuses_unknown_agents() -> None:

@@ -82,10 +82,47 @@ def test_live_endpoint_with_progress_bar(agent: FakeAgent, tmp_path: Path) -> No
     assert f"agent:  {agent.url}/sse [hr-qa-agent]" in result.stdout
 
 
-def test_auth_header_option(agent: FakeAgent, tmp_path: Path) -> None:
+def test_auth_header_from_the_environment(
+    agent: FakeAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = ["--endpoint", f"{agent.url}/auth", "--category", "routine", "--retries", "0"]
     assert _eval(tmp_path / "a", *base)[0] == 1
-    assert _eval(tmp_path / "b", *base, "--header", "X-Api-Key: secret")[0] == 0
+    monkeypatch.setenv("AGENT_KEY", "secret")
+    assert _eval(tmp_path / "b", *base, "--header-env", "X-Api-Key=AGENT_KEY")[0] == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--header", "X-Api-Key: secret"],
+     "--header X-Api-Key: credentials on the command line are visible in ps; use --header-env "
+     "X-Api-Key=ENV_VAR"),
+    (["--header", "Authorization: Bearer abc"],
+     "--header Authorization: credentials on the command line are visible in ps; use "
+     "--header-env Authorization=ENV_VAR"),
+    (["--header-env", "Authorization=NO_SUCH_VAR_Q"],
+     "--header-env Authorization: the environment variable NO_SUCH_VAR_Q is not set or empty"),
+    (["--header-env", "Authorization"],
+     "--header-env: expected 'Name=ENV_VAR', received 'Authorization'"),
+    (["--db", "postgresql://app:hunter2@db.internal/x"],
+     "--db postgresql://app:***@db.internal/x: a password on the command line is visible in ps;"
+     " set EVALLOOP_POSTGRES__DSN instead"),
+])
+def test_secrets_on_the_command_line_are_refused(
+    agent: FakeAgent, tmp_path: Path, args: list[str], message: str
+) -> None:
+    code, _, err = _eval(tmp_path, "--endpoint", f"{agent.url}/auth", *args)
+    assert code == 2
+    assert " ".join(err.split()) == f"error: {message}"
+    assert "hunter2" not in err and "Bearer abc" not in err
+
+
+def test_an_endpoint_with_credentials_is_refused(agent: FakeAgent, tmp_path: Path) -> None:
+    url = agent.url.replace("http://", "http://bob:pw@") + "/auth?token=abc&v=1"
+    code, _, err = _eval(tmp_path, "--endpoint", url)
+    assert code == 2
+    shown = agent.url.replace("http://", "http://bob:***@") + "/auth?token=***&v=1"
+    assert " ".join(err.split()) == (
+        f"error: --endpoint {shown}: carries credentials (user:password@ or a token parameter);"
+        " pass them with --header-env Name=ENV_VAR")
 
 
 def test_unreachable_agent_exits_1(tmp_path: Path) -> None:

@@ -72,3 +72,17 @@ def test_dockerfile_installs_the_project_on_python_311_slim() -> None:
     lines = (REPO / "Dockerfile").read_text().splitlines()
     assert [s for s in lines if s.startswith("FROM")] == ["FROM python:3.11-slim"]
     assert any(s.strip().startswith("RUN pip install .") for s in lines)
+
+
+def test_only_ingest_and_the_web_app_are_published(compose: dict[str, Any]) -> None:
+    """Kafka and PostgreSQL stay on the compose network (docs/security.md#network)."""
+    published = {n: s["ports"] for n, s in compose["services"].items() if "ports" in s}
+    assert published == {"ingest": ["8080:8080"]} or (
+        set(published) == {"ingest", "web"} and published["web"] == ["8090:8090"])
+    assert "HOST://" not in str(compose["services"]["kafka"]["environment"])
+
+
+def test_compose_has_no_default_database_password() -> None:
+    text = (REPO / "docker-compose.yml").read_text()
+    assert ":-evalloop-dev" not in text
+    assert text.count("${POSTGRES_PASSWORD:?") == 2  # the server and every service's DSN

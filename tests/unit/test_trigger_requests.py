@@ -38,7 +38,10 @@ def test_knowledge_base_reason_abridges_long_document_lists() -> None:
                      occurred_at=T0, change_kind="knowledge_base", new_version="kb-3",
                      changed_documents=docs)
     r = change_request(e, requested_at=NOW)
-    assert r.job_id == uuid5(JOB_NAMESPACE, f"agent_changed/{UUID(int=7)}")
+    assert r.job_id == uuid5(JOB_NAMESPACE, "agent_changed/hr/knowledge_base/kb-3")
+    # another event (another id) announcing the same version is the same job
+    again = e.model_copy(update={"event_id": UUID(int=8)})
+    assert change_request(again, requested_at=NOW).job_id == r.job_id
     assert r.changed_documents == docs
     assert "8 changed document(s) (doc-0.md, doc-1.md, doc-2.md, doc-3.md, doc-4.md and 3 more)" \
         in r.reason

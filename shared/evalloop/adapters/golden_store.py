@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ from evalloop.core.evaluation.results import (
     GateRecord,
     RunSummary,
 )
-from evalloop.errors import ConfigError, GoldenSetError
+from evalloop.core.redaction import redact_url, strip_credentials
+from evalloop.errors import ConfigError, GoldenSetError, StorageError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AgentRecord",
@@ -413,8 +417,24 @@ async def load_eval_run(pool: asyncpg.Pool, run_id: UUID) -> EvalRun | None:
 # --------------------------------------------------------------------------- agent registry
 
 
+def _stored_url(agent_id: str, url: str) -> str:
+    try:
+        clean = strip_credentials(url)
+    except ValueError as exc:
+        raise StorageError(f"agent {agent_id}: endpoint URL cannot be parsed: {exc}") from exc
+    if clean != url:
+        log.warning("agent %s: credentials removed from its endpoint URL before storing it (%s);"
+                    " name them with auth_header_name / auth_header_value_env",
+                    agent_id, redact_url(url))
+    return clean
+
+
 async def upsert_agent(pool: asyncpg.Pool, record: AgentRecord) -> None:
     """Insert or replace an agent's registry row (``updated_at`` = now).
+
+    Credentials in the URL (``user:pass@``, token parameters) are stripped before storing
+    (``docs/security.md#secrets``): the registry names the header and the environment variable
+    holding its value instead.
 
     Raises:
         StorageError: PostgreSQL failed (e.g. a header name without its env variable).
@@ -427,8 +447,8 @@ async def upsert_agent(pool: asyncpg.Pool, record: AgentRecord) -> None:
             "auth_header_name = EXCLUDED.auth_header_name, "
             "auth_header_value_env = EXCLUDED.auth_header_value_env, "
             "response_format = EXCLUDED.response_format, updated_at = now()",
-            record.agent_id, record.endpoint_url, record.auth_header_name,
-            record.auth_header_value_env, record.response_format)
+            record.agent_id, _stored_url(record.agent_id, record.endpoint_url),
+            record.auth_header_name, record.auth_header_value_env, record.response_format)
 
 
 async def get_agent(pool: asyncpg.Pool, agent_id: str) -> AgentRecord | None:

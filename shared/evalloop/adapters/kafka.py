@@ -9,15 +9,23 @@ Driver errors are mapped to :class:`evalloop.errors.BusError`.
 from __future__ import annotations
 
 import dataclasses
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.helpers import create_ssl_context
 from faststream import AckPolicy, Context
 from faststream.kafka import KafkaBroker
 from faststream.kafka.message import KafkaMessage
+from faststream.security import (
+    BaseSecurity,
+    SASLPlaintext,
+    SASLScram256,
+    SASLScram512,
+)
 
 from evalloop.adapters.bus import BatchHandler, Record
 from evalloop.errors import BusError
@@ -26,23 +34,69 @@ from evalloop.topics import Topics
 
 __all__ = [
     "KafkaBus",
+    "broker_security",
     "build_broker",
     "build_producer",
+    "client_security",
     "ensure_topics",
     "records_from_message",
     "subscribe_batch",
 ]
 
 
+def _ssl_context(settings: KafkaSettings) -> ssl.SSLContext | None:
+    if settings.security_protocol not in ("SSL", "SASL_SSL"):
+        return None
+    context: ssl.SSLContext = create_ssl_context(
+        cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None
+    )
+    return context
+
+
+def client_security(settings: KafkaSettings) -> dict[str, Any]:
+    """aiokafka keyword arguments for ``settings``' transport security (``security_protocol``,
+    SASL mechanism and credentials, TLS context): ``docs/security.md#secrets``."""
+    out: dict[str, Any] = {"security_protocol": settings.security_protocol}
+    context = _ssl_context(settings)
+    if context is not None:
+        out["ssl_context"] = context
+    if settings.security_protocol.startswith("SASL_"):
+        assert settings.sasl_password is not None  # KafkaSettings validated it
+        out |= {
+            "sasl_mechanism": settings.sasl_mechanism,
+            "sasl_plain_username": settings.sasl_username,
+            "sasl_plain_password": settings.sasl_password.get_secret_value(),
+        }
+    return out
+
+
+def broker_security(settings: KafkaSettings) -> BaseSecurity | None:
+    """FastStream's security object for ``settings`` (``None`` = PLAINTEXT)."""
+    if settings.security_protocol == "PLAINTEXT":
+        return None
+    context = _ssl_context(settings)
+    use_ssl = context is not None
+    if not settings.security_protocol.startswith("SASL_"):
+        return BaseSecurity(ssl_context=context, use_ssl=True)
+    assert settings.sasl_username is not None and settings.sasl_password is not None
+    cls = {"PLAIN": SASLPlaintext, "SCRAM-SHA-256": SASLScram256,
+           "SCRAM-SHA-512": SASLScram512}[settings.sasl_mechanism or "PLAIN"]
+    return cls(username=settings.sasl_username,
+               password=settings.sasl_password.get_secret_value(),
+               ssl_context=context, use_ssl=use_ssl)
+
+
 def build_broker(settings: KafkaSettings, **kwargs: Any) -> KafkaBroker:
     """Return a (not yet started) FastStream ``KafkaBroker`` for ``settings.bootstrap``.
 
     Producer settings: ``acks="all"`` and idempotence, so a retried publish is not duplicated.
+    Transport security (SASL/TLS) from ``settings``: :func:`broker_security`.
     """
     return KafkaBroker(
         settings.bootstrap,
         client_id=settings.client_id,
         enable_idempotence=True,
+        security=broker_security(settings),
         **kwargs,
     )
 
@@ -53,7 +107,7 @@ def build_producer(settings: KafkaSettings) -> AIOKafkaProducer:
     producer uses too)."""
     return AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap, client_id=settings.client_id,
-        enable_idempotence=True, acks="all",
+        enable_idempotence=True, acks="all", **client_security(settings),
     )
 
 
@@ -252,7 +306,8 @@ async def ensure_topics(
     """
     topics = Topics() if topics is None else topics  # default: the DESIGN.md names
     names = topics.all() if isinstance(topics, Topics) else topics
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap,
+                                **client_security(settings))
     try:
         await admin.start()
         existing = set(await admin.list_topics())

@@ -301,6 +301,29 @@ async def insert_jobs(conn: asyncpg.Connection, jobs: Iterable[ReevalRequested])
     return [r["job_id"] for r in rows]
 
 
+async def last_change_jobs(
+    conn: asyncpg.Connection, pairs: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], datetime]:
+    """When the newest job of each (agent, change kind) was requested (absent: never).
+
+    Backs the change cooldown (``docs/security.md#cost-amplification``).
+    """
+    items = sorted(set(pairs))
+    if not items:
+        return {}
+    rows = await conn.fetch(
+        """
+        SELECT j.agent_id, j.trigger, max(j.requested_at) AS at
+          FROM reeval_jobs j
+          JOIN unnest($1::text[], $2::text[]) AS p(agent_id, trigger)
+            ON j.agent_id = p.agent_id AND j.trigger = p.trigger
+         GROUP BY j.agent_id, j.trigger
+        """,
+        [a for a, _ in items], [k for _, k in items],
+    )
+    return {(r["agent_id"], r["trigger"]): r["at"] for r in rows}
+
+
 async def unpublished_jobs(pool: asyncpg.Pool, limit: int = 1000) -> list[ReevalRequested]:
     """Jobs whose request was not yet published, in the order they were recorded.
 

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 
+from evalloop.core.redaction import redact_text, redact_url
 from evalloop.errors import ConfigError, StorageError
 from evalloop.settings import PostgresSettings
 
@@ -58,7 +59,8 @@ def storage_errors(what: str) -> Iterator[None]:
     try:
         yield
     except DRIVER_ERRORS as exc:
-        raise StorageError(f"{what} failed: {exc}") from exc
+        # secrets never reach an error (docs/security.md#secrets)
+        raise StorageError(f"{what} failed: {redact_text(str(exc))}") from exc
 
 
 def _encode_jsonb(value: Any) -> bytes:
@@ -91,10 +93,7 @@ async def connect_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> as
 
 
 def _redact(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password:
-        return dsn.replace(f":{parts.password}@", ":***@")
-    return dsn
+    return redact_url(dsn)  # docs/security.md#secrets
 
 
 def _sqlalchemy_url(dsn: str) -> str:
@@ -125,8 +124,10 @@ def _migrate_sync(dsn: str, revision: str) -> None:
         command.upgrade(cfg, revision)
 
 
-async def migrate(dsn: str, revision: str = "head") -> None:
-    """Apply the Alembic migrations under ``evalloop/migrations`` up to ``revision``.
+async def migrate(dsn: str, revision: str = "heads") -> None:
+    """Apply the Alembic migrations under ``evalloop/migrations`` up to ``revision``
+    (default ``"heads"``: every head, so revisions written in parallel on ``0004`` apply
+    before they are chained).
 
     Runs Alembic in a worker thread (its env.py owns an event loop of its own).
 
@@ -138,7 +139,9 @@ async def migrate(dsn: str, revision: str = "head") -> None:
     except ConfigError:
         raise
     except Exception as exc:
-        raise StorageError(f"migrating {_redact(dsn)} failed: {exc}") from exc
+        raise StorageError(
+            f"migrating {_redact(dsn)} failed: {redact_text(str(exc))}"
+        ) from exc
 
 
 async def create_database(admin_dsn: str, name: str, *, template: str | None = None) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
@@ -106,7 +107,8 @@ def _choose_format(request: Request, body: dict[str, Any], default: Format) -> F
 
 
 def build_agent_app(
-    agent: ReferenceAgent, *, default_format: Format = "json", delay_s: float = 0.0
+    agent: ReferenceAgent, *, default_format: Format = "json", delay_s: float = 0.0,
+    token: str | None = None,
 ) -> Starlette:
     """The Starlette app serving ``agent``.
 
@@ -114,6 +116,8 @@ def build_agent_app(
         agent: the agent to serve.
         default_format: reply format when the request does not choose one.
         delay_s: seconds to wait before replying (simulates model latency; 0 = none).
+        token: when set, chat requests need ``Authorization: Bearer <token>`` (else ``401``;
+            ``/healthz`` stays open): ``docs/security.md#agent-endpoints``.
 
     Raises:
         ValueError: ``default_format`` is not one of :data:`FORMATS`.
@@ -122,7 +126,17 @@ def build_agent_app(
         raise ValueError(f"default_format must be one of {list(FORMATS)}; got {default_format!r}")
     config: AgentConfig = agent.config
 
+    expected = f"Bearer {token}".encode() if token else None
+
     async def chat(request: Request) -> Response:
+        if expected is not None:
+            given = request.headers.get("authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                return JSONResponse(
+                    {"error": {"message": "expected 'Authorization: Bearer <token>' with this "
+                               "agent's token", "expected": "Bearer <token>",
+                               "received": "none" if not given else "another value"}},
+                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
         try:
             try:
                 body = json.loads(await request.body())
@@ -192,6 +206,7 @@ async def serve_agent(
     port: int = 0,
     default_format: Format = "json",
     delay_s: float = 0.0,
+    token: str | None = None,
 ) -> AsyncIterator[str]:
     """Run the reference agent on ``host:port`` (0 = a free port) for the ``async with`` body.
 
@@ -201,7 +216,8 @@ async def serve_agent(
     Raises:
         RuntimeError: the server could not start (e.g. the port is taken).
     """
-    app = build_agent_app(ReferenceAgent(config), default_format=default_format, delay_s=delay_s)
+    app = build_agent_app(ReferenceAgent(config), default_format=default_format, delay_s=delay_s,
+                          token=token)
     server = _EmbeddedServer(uvicorn.Config(
         app, host=host, port=port, log_level="warning", lifespan="off", access_log=False,
     ))

@@ -3,9 +3,12 @@
     evalloop agent serve --kb hr --port 8000 --format openai
     evalloop agent serve --kb feedbackqa-who --full --format anthropic
     evalloop agent serve --kb hr --weak            # the deliberately regressed configuration
+    AGENT_TOKEN=... evalloop agent serve --token-env AGENT_TOKEN   # require a bearer token
 """
 
 from __future__ import annotations
+
+import os
 
 import typer
 
@@ -24,6 +27,10 @@ def serve(
     weak: bool = typer.Option(False, help="the deliberately weaker configuration"),
     full: bool = typer.Option(False, help="FeedbackQA: load every passage from ../shared/data"),
     delay_ms: float = typer.Option(0.0, help="simulated model latency per reply, milliseconds"),
+    token_env: str | None = typer.Option(
+        None, help="environment variable holding a bearer token the agent then requires "
+        "(the token itself never goes on the command line: docs/security.md#agent-endpoints)",
+    ),
 ) -> None:
     """Serve the reference agent: POST {"messages": [...]} to / ; GET /healthz."""
     import uvicorn
@@ -43,12 +50,20 @@ def serve(
             + ("" if kb == "hr" else " and no ../shared/data"),
             param_hint="--full",
         )
+    token = None
+    if token_env is not None:
+        token = os.environ.get(token_env)
+        if not token:
+            raise typer.BadParameter(f"the environment variable {token_env} is not set or empty",
+                                     param_hint="--token-env")
     agent = ReferenceAgent(AgentConfig(kb=kb, weak=weak, full_kb=full))
     typer.echo(
         f"reference agent {agent.config.version}: {len(agent.chunks)} chunks, "
         f"default format {format}, http://{host}:{port}/"
+        + (f" (bearer token from {token_env} required)" if token else "")
     )
     uvicorn.run(
-        build_agent_app(agent, default_format=format, delay_s=delay_ms / 1000),  # type: ignore[arg-type]
+        build_agent_app(agent, default_format=format, delay_s=delay_ms / 1000,  # type: ignore[arg-type]
+                        token=token),
         host=host, port=port, log_level="warning",
     )

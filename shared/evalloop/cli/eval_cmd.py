@@ -28,6 +28,8 @@ reached.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -37,6 +39,7 @@ from uuid import UUID
 import typer
 
 from evalloop.cli._common import fail, json_line
+from evalloop.core.redaction import has_credentials, redact_url
 
 if TYPE_CHECKING:
     from evalloop.core.evaluation.cases import EvalCase, EvalSet
@@ -160,6 +163,46 @@ async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | N
     return run, json_path, txt_path, stored
 
 
+#: Header names whose value is a credential: refused in ``--header`` (``--header-env`` instead).
+_SECRET_HEADER = re.compile(r"auth|token|secret|key|cookie|password|session", re.IGNORECASE)
+
+
+def env_header(raw: str) -> tuple[str, str]:
+    """``"Name=VAR"`` -> ``(Name, value of $VAR)`` (``docs/security.md#secrets``).
+
+    Raises:
+        _Usage: not ``Name=VAR``, or ``VAR`` is unset or empty.
+    """
+    name, sep, var = raw.partition("=")
+    if not sep or not name.strip() or not var.strip():
+        raise _Usage(f"--header-env: expected 'Name=ENV_VAR', received {raw!r}")
+    value = os.environ.get(var.strip())
+    if not value:
+        raise _Usage(f"--header-env {name.strip()}: the environment variable {var.strip()} is "
+                     "not set or empty")
+    return name.strip(), value
+
+
+def _refuse_command_line_secrets(endpoint: str | None, headers: dict[str, str],
+                                 db: str | None) -> None:
+    """Refuse credentials on the command line, where ``ps`` and shell history show them
+    (``docs/security.md#secrets``).
+
+    Raises:
+        _Usage: naming the option and the safe alternative, never the secret.
+    """
+    for name in headers:
+        if _SECRET_HEADER.search(name):
+            raise _Usage(f"--header {name}: credentials on the command line are visible in ps; "
+                         f"use --header-env {name}=ENV_VAR")
+    if endpoint and has_credentials(endpoint):
+        raise _Usage(f"--endpoint {redact_url(endpoint)}: carries credentials (user:password@ "
+                     "or a token parameter); pass them with --header-env Name=ENV_VAR")
+    if db and urlsplit(db).password:
+        raise _Usage(f"--db {redact_url(db)}: a password on the command line is visible in ps; "
+                     "set EVALLOOP_POSTGRES__DSN instead")
+
+
 @app.command("run")
 def run(
     endpoint: Annotated[str | None, typer.Option(
@@ -196,7 +239,12 @@ def run(
         "--output-dir", help="Where the results/summary files go (default: settings, .).")
     ] = None,
     header: Annotated[list[str] | None, typer.Option(
-        "--header", help="Extra request header 'Name: value' (e.g. auth); repeatable.")] = None,
+        "--header", help="Extra request header 'Name: value' (not credentials: see "
+                         "--header-env); repeatable.")] = None,
+    header_env: Annotated[list[str] | None, typer.Option(
+        "--header-env", help="Header whose value is read from an environment variable, "
+                             "'Name=VAR' (e.g. Authorization=AGENT_AUTH): secrets stay out of "
+                             "the command line and ps; repeatable.")] = None,
     response_format: Annotated[str, typer.Option(
         "--format", help="Response format hint: auto, sse, openai, anthropic, json, text.")
     ] = "auto",
@@ -211,7 +259,11 @@ def run(
         "--json", help="Print the run summary as one JSON object instead of the text report.")
     ] = False,
 ) -> None:
-    """Run an eval set against an agent endpoint, or score canned responses."""
+    """Run an eval set against an agent endpoint, or score canned responses.
+
+    Credentials go in the environment: ``AGENT_AUTH='Bearer ...' evalloop eval run --endpoint
+    URL --evals FILE --header-env Authorization=AGENT_AUTH``.
+    """
     from evalloop.adapters.agent_client import parse_header
     from evalloop.core.evaluation.extract import format_hint
     from evalloop.core.evaluation.report import render_summary
@@ -228,6 +280,8 @@ def run(
         if endpoint and urlsplit(endpoint).scheme not in ("http", "https"):
             raise _Usage(f"--endpoint: expected an http:// or https:// URL, got {endpoint!r}")
         headers = dict(parse_header(h) for h in header or [])
+        _refuse_command_line_secrets(endpoint, headers, db)
+        headers |= dict(env_header(h) for h in header_env or [])
         format_hint(response_format)
         result = asyncio.run(_main(
             endpoint=endpoint, evals=evals, golden_set=golden_set, set_id=set_id,

@@ -75,6 +75,14 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                          "Run the reference agent (a real retrieval agent)."),
     "schemas": LazyCommand("evalloop.cli.schemas:app",
                            "Generate or check schemas/ (JSON Schema, AsyncAPI)."),
+    "keys": LazyCommand("evalloop.cli.keys:app", "API keys of the ingest service."),
+    "prune": LazyCommand("evalloop.cli.privacy:prune",
+                         "Delete what is older than the retention settings "
+                         "(EVALLOOP_RETENTION__*_DAYS) allow."),
+    "erase": LazyCommand("evalloop.cli.privacy:erase",
+                         "Remove a person's text everywhere: events, negative cases, monitor "
+                         "turns, triage cases, the review queue (the candidate outbox). Prints "
+                         "rows deleted per table."),
 }
 
 

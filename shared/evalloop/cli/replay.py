@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -70,6 +71,10 @@ def replay(
         help="end of the span, ISO-8601 with a zone (default: now)",
     )] = None,
     batch_size: Annotated[int, typer.Option(help="events per publish / POST")] = 500,
+    api_key_env: Annotated[str, typer.Option(
+        help="environment variable holding ingest's API key (sent as a Bearer token; the "
+        "token itself never goes on the command line: docs/security.md#api-keys)",
+    )] = "EVALLOOP_API_KEY",
 ) -> None:
     """Replay FeedbackQA and tau-bench as production feedback events (times assigned here)."""
     from evalloop.replay import prepare_replay
@@ -93,8 +98,14 @@ def replay(
             update={"kafka": settings.kafka.model_copy(update={"bootstrap": bootstrap})}
         )
     target = ingest_url or f"Kafka {settings.kafka.bootstrap}"
+    token = os.environ.get(api_key_env) if ingest_url else None
+    if ingest_url and not token:
+        console.print(f"[red]evalloop replay: --ingest-url needs an API key in the environment "
+                      f"variable {api_key_env} (create one with: evalloop keys create)")
+        raise typer.Exit(2)
     try:
-        sent = asyncio.run(_run(prepared.events, settings, ingest_url, batch_size, console))
+        sent = asyncio.run(
+            _run(prepared.events, settings, ingest_url, batch_size, console, token))
     except Exception as exc:
         from evalloop.cli._common import fail
 
@@ -108,6 +119,7 @@ async def _run(
     ingest_url: str | None,
     batch_size: int,
     console: Console,
+    token: str | None = None,
 ) -> int:
     import httpx
 
@@ -120,7 +132,8 @@ async def _run(
             progress.advance(task, n)
 
         if ingest_url:
-            async with httpx.AsyncClient(timeout=60.0) as client:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with httpx.AsyncClient(timeout=60.0, headers=headers) as client:
                 return await deliver(
                     events, IngestSink(client, ingest_url), batch_size=batch_size,
                     on_batch=advance,

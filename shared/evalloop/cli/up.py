@@ -38,7 +38,9 @@ __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
 log = logging.getLogger(__name__)
 
 #: Every deployable, in start order; ingest is the HTTP front door.
-SERVICES: tuple[str, ...] = ("ingest", "recorder", "monitor", "triage", "evaluator")
+SERVICES: tuple[str, ...] = (
+    "ingest", "recorder", "monitor", "triage", "evaluator", "retention",
+)
 _HTTP = {"ingest": "build_http_app"}
 
 
@@ -104,7 +106,7 @@ async def _run_stream(svc: ServiceApp, stop: asyncio.Event) -> None:
 class _Uvicorn:
     """A uvicorn server that leaves signal handling to :func:`run_services`."""
 
-    def __init__(self, app: Any, host: str, port: int) -> None:
+    def __init__(self, app: Any, host: str, port: int, **limits: Any) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
@@ -113,7 +115,7 @@ class _Uvicorn:
                 yield
 
         self.server = Server(uvicorn.Config(app, host=host, port=port, lifespan="on",
-                                            log_level="info"))
+                                            log_level="info", **limits))
 
     async def run(self, name: str, stop: asyncio.Event) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -176,7 +178,8 @@ async def run_services(
         async with asyncio.TaskGroup() as tg:
             for svc in apps:
                 if svc.kind == "http":
-                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port)
+                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port,
+                                      **settings.ingest.uvicorn_limits())
                     tg.create_task(server.run(svc.name, stop), name=svc.name)
                 else:
                     tg.create_task(_run_stream(svc, stop), name=svc.name)

@@ -40,6 +40,7 @@ from evalloop.core.evaluation.results import (
     summarise,
 )
 from evalloop.core.evaluation.scoring import error_result, score_response, unscored_result
+from evalloop.core.redaction import strip_credentials
 from evalloop.errors import FieldProblem
 
 __all__ = ["ResponseSource", "load_responses_file", "rich_progress", "run_eval", "write_outputs"]
@@ -150,7 +151,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     assert len(done) == len(cases)
     return EvalRun(
         run_id=run_id or uuid4(), started_at=started, finished_at=datetime.now(UTC),
-        endpoint=source.endpoint if isinstance(source, AgentClient) else None,
+        # stored and published: never with credentials (docs/security.md#secrets)
+        endpoint=strip_credentials(source.endpoint) if isinstance(source, AgentClient) else None,
         source="endpoint" if isinstance(source, AgentClient) else "responses_file",
         eval_source=eval_source, agent_id=agent_id,
         golden_set_version_id=golden_set_version_id, job_id=job_id,

@@ -55,14 +55,24 @@ class Loop:
     @contextlib.asynccontextmanager
     async def ingest_sink(self) -> AsyncIterator[IngestSink]:
         """A sink POSTing to the ingest service's ASGI app (built on this loop's bus) through
-        ``httpx.ASGITransport``: the real HTTP handler, no socket."""
+        ``httpx.ASGITransport``: the real HTTP handler, no socket.
+
+        The loop creates its own API key for every agent (``docs/security.md#api-keys``) and
+        revokes it when the sink closes."""
+        from evalloop.adapters.key_store import create_key, revoke_key
         from services.ingest.app import build_http_app
 
-        app = build_http_app(self.deps.settings, self.bus)
+        app = build_http_app(self.deps.settings, self.bus, pool=self.deps.pool)
         transport = httpx.ASGITransport(app=app)
+        token, key = await create_key(self.deps.pool, "in-process loop (evalloop demo)",
+                                      agent_ids=None, rate_limit="1000000/second")
+        headers = {"Authorization": f"Bearer {token.token}"}
         async with httpx.AsyncClient(transport=transport, base_url="http://ingest",
-                                     timeout=120.0) as client:
-            yield IngestSink(client, "http://ingest")
+                                     timeout=120.0, headers=headers) as client:
+            try:
+                yield IngestSink(client, "http://ingest")
+            finally:
+                await revoke_key(self.deps.pool, key.key_id)
 
     async def drain(self, timeout_s: float = 600.0) -> None:
         """Wait until every service consumed everything published so far (see

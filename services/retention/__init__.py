@@ -1,0 +1,1 @@
+"""The retention service: prunes what is older than the retention settings, periodically."""

@@ -1,0 +1,163 @@
+"""Retention and erasure over every table that holds a person's text.
+
+Rules: ``docs/security.md#retention`` and ``docs/security.md#erasure``.
+
+* :func:`prune` deletes rows older than the configured retention, table by table, in batches
+  of ``batch_rows`` (short transactions: the services keep writing meanwhile).
+* :func:`erase_conversations` deletes everything derived from the given conversations, in
+  one transaction: events, fused negative cases, monitor turn flags, triage's embedded cases
+  and the review queue (the candidate outbox). Returns counts per table.
+
+Monitor tables are pruned in *event time* relative to each agent's newest event (the window
+the monitor computes is in event time, and a replay of old history must not lose its window);
+the others in wall-clock time of storage. asyncpg errors become :class:`StorageError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from evalloop.adapters.monitor_store import storage_errors
+from evalloop.core.fusion import TurnKey, case_id_for
+from evalloop.settings import RetentionSettings
+
+__all__ = ["ERASED_TABLES", "conversations_of_user", "erase_conversations", "prune"]
+
+#: Tables :func:`erase_conversations` reports on, in the order it deletes from them.
+ERASED_TABLES = ("review_queue", "triage_cases", "monitor_turns", "negative_cases", "events")
+
+
+async def _delete_batches(pool: asyncpg.Pool, table: str, where: str, args: list[Any],
+                          batch: int) -> int:
+    """``DELETE FROM table WHERE where`` in batches of ``batch`` rows; returns the count."""
+    total = 0
+    sql = (f"DELETE FROM {table} WHERE ctid = ANY(ARRAY("
+           f"SELECT ctid FROM {table} WHERE {where} LIMIT {int(batch)}))")
+    while True:
+        with storage_errors(f"pruning {table}"):
+            status = await pool.execute(sql, *args)
+        n = int(status.split()[-1])
+        total += n
+        if n < batch:
+            return total
+
+
+async def prune(
+    pool: asyncpg.Pool, retention: RetentionSettings, *, now: datetime
+) -> dict[str, int]:
+    """Delete what is older than ``retention`` allows.
+
+    Args:
+        retention: days per family of tables (``None`` = keep for ever) and the batch size.
+        now: the current time (UTC); cut-offs are ``now - days``.
+
+    Returns:
+        Rows deleted per table (every table considered is present, 0 included).
+
+    Raises:
+        StorageError: PostgreSQL failed (what was deleted so far stays deleted).
+    """
+    b = retention.batch_rows
+    out: dict[str, int] = {}
+
+    def cut(days: int | None) -> datetime | None:
+        return None if days is None else now - timedelta(days=days)
+
+    if (c := cut(retention.events_days)) is not None:
+        out["events"] = await _delete_batches(pool, "events", "stored_at < $1", [c], b)
+        out["negative_cases"] = await _delete_batches(
+            pool, "negative_cases", "updated_at < $1", [c], b)
+    if retention.monitor_turns_days is not None:
+        age = timedelta(days=retention.monitor_turns_days)
+        for table in ("monitor_turns", "monitor_buckets"):
+            out[table] = await _delete_batches(
+                pool, table,
+                "bucket_start < (SELECT s.newest_event_at - $1::interval FROM monitor_state s"
+                f" WHERE s.agent_id = {table}.agent_id)", [age], b)
+    if (c := cut(retention.triage_days)) is not None:
+        out["triage_cases"] = await _delete_batches(
+            pool, "triage_cases", "updated_at < $1", [c], b)
+        out["review_queue"] = await _delete_batches(
+            pool, "review_queue", "updated_at < $1 AND status IN ('pending', 'rejected')",
+            [c], b)
+    if (c := cut(retention.results_days)) is not None:
+        with storage_errors("pruning eval_runs"):
+            async with pool.acquire() as conn, conn.transaction():
+                # a kept run may name a pruned one as its baseline: forget the reference
+                await conn.execute(
+                    "UPDATE eval_runs SET baseline_run_id = NULL WHERE baseline_run_id IN"
+                    " (SELECT run_id FROM eval_runs WHERE coalesce(finished_at, started_at)"
+                    " < $1)", c)
+                results = await conn.fetchval(
+                    "SELECT count(*) FROM eval_results r JOIN eval_runs e USING (run_id)"
+                    " WHERE coalesce(e.finished_at, e.started_at) < $1", c)
+                status = await conn.execute(
+                    "DELETE FROM eval_runs WHERE coalesce(finished_at, started_at) < $1", c)
+        out["eval_runs"] = int(status.split()[-1])
+        out["eval_results"] = int(results)
+        out["reeval_jobs"] = await _delete_batches(
+            pool, "reeval_jobs", "status IN ('succeeded', 'failed') AND finished_at < $1",
+            [c], b)
+    return out
+
+
+async def conversations_of_user(pool: asyncpg.Pool, user_id: str) -> list[str]:
+    """Conversation ids whose stored events carry ``user_id`` (sorted).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with storage_errors("finding a user's conversations"):
+        rows = await pool.fetch(
+            "SELECT DISTINCT conversation_id FROM events WHERE payload->>'user_id' = $1"
+            " ORDER BY 1", user_id)
+    return [r["conversation_id"] for r in rows]
+
+
+async def erase_conversations(
+    pool: asyncpg.Pool, conversation_ids: Iterable[str], *, agent_id: str | None = None
+) -> dict[str, int]:
+    """Delete every trace of ``conversation_ids`` (of ``agent_id`` only, when given).
+
+    Triage cases and review-queue rows are found by their case id (derived from the turn,
+    :func:`evalloop.core.fusion.case_id_for`, so they are found even when the events are gone)
+    and by the event ids of their evidence.
+
+    Returns:
+        Rows deleted per table of :data:`ERASED_TABLES`.
+
+    Raises:
+        StorageError: PostgreSQL failed (nothing was deleted: one transaction).
+    """
+    convs = sorted(set(conversation_ids))
+    agent_sql = "" if agent_id is None else " AND agent_id = $2"
+    args: list[Any] = [convs] if agent_id is None else [convs, agent_id]
+    out: dict[str, int] = {}
+    with storage_errors("erasing conversations"):
+        async with pool.acquire() as conn, conn.transaction():
+            keys: set[tuple[str, str, str]] = set()
+            event_ids: list[Any] = []
+            for table in ("events", "negative_cases", "monitor_turns"):
+                rows = await conn.fetch(
+                    f"SELECT agent_id, conversation_id, turn_id"
+                    f"{', event_id' if table == 'events' else ''} FROM {table}"
+                    f" WHERE conversation_id = ANY($1::text[]){agent_sql}", *args)
+                keys.update((r["agent_id"], r["conversation_id"], r["turn_id"]) for r in rows)
+                if table == "events":
+                    event_ids = [r["event_id"] for r in rows]
+            case_ids = [case_id_for(TurnKey(*k)) for k in sorted(keys)]
+            for table in ("review_queue", "triage_cases"):
+                status = await conn.execute(
+                    f"DELETE FROM {table} WHERE case_id = ANY($1::uuid[])"
+                    " OR evidence_event_ids && $2::uuid[]", case_ids, event_ids)
+                out[table] = int(status.split()[-1])
+            for table in ("monitor_turns", "negative_cases", "events"):
+                status = await conn.execute(
+                    f"DELETE FROM {table} WHERE conversation_id = ANY($1::text[])"
+                    f"{agent_sql}", *args)
+                out[table] = int(status.split()[-1])
+    return {t: out[t] for t in ERASED_TABLES}

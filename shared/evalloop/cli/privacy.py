@@ -1,0 +1,100 @@
+"""``evalloop prune`` and ``evalloop erase``: retention and erasure of people's text.
+
+Rules: ``docs/security.md#retention`` and ``docs/security.md#erasure``. Both connect to the
+PostgreSQL named by settings (or the embedded one) and print rows deleted per table (``--json``:
+one JSON line). Exit codes (``docs/exit-codes.md``): 0 done, 2 bad usage, 3 database
+unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import asyncpg
+import typer
+
+from evalloop.adapters import privacy_store
+from evalloop.errors import EvalloopError
+from evalloop.events import utc_now
+from evalloop.settings import Settings
+
+__all__ = ["erase", "prune"]
+
+T = TypeVar("T")
+
+
+def _with_pool(settings: Settings, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+    from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
+
+    async def run() -> T:
+        dsn = resolve_dsn(settings.postgres)
+        await migrate(dsn)
+        pool = await connect_pool(dsn, min_size=1, max_size=2)
+        try:
+            return await work(pool)
+        finally:
+            await pool.close()
+
+    try:
+        return asyncio.run(run())
+    except EvalloopError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from None
+
+
+def _report(counts: dict[str, int], as_json: bool, **extra: object) -> None:
+    if as_json:
+        typer.echo(json.dumps({**extra, "deleted": counts}))
+        return
+    for table, n in counts.items():
+        typer.echo(f"{table:16} {n:>9}")
+    typer.echo(f"{'total':16} {sum(counts.values()):>9}")
+
+
+def prune(
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON line")] = False,
+) -> None:
+    """Delete what is older than the retention settings (EVALLOOP_RETENTION__*_DAYS) allow.
+
+    The retention service does the same every ``retention.interval_s`` seconds; this runs it
+    once now. Example: ``EVALLOOP_RETENTION__EVENTS_DAYS=30 evalloop prune``.
+    """
+    settings = Settings()
+    counts = _with_pool(
+        settings, lambda pool: privacy_store.prune(pool, settings.retention, now=utc_now()))
+    _report(counts, as_json)
+
+
+def erase(
+    conversation: Annotated[list[str] | None, typer.Option(
+        "--conversation", help="a conversation id to erase (repeatable)")] = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", help="erase every conversation whose events carry this user_id")] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", help="only this agent's records of those conversations")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON line")] = False,
+) -> None:
+    """Remove a person's text everywhere: events, negative cases, monitor turns, triage cases,
+    the review queue (the candidate outbox). Prints rows deleted per table.
+
+    Example: ``evalloop erase --conversation c-1842`` or ``evalloop erase --user u-77``.
+    """
+    if not conversation and user is None:
+        raise typer.BadParameter("give --conversation ID (repeatable) or --user ID")
+    settings = Settings()
+
+    async def work(pool: asyncpg.Pool) -> tuple[list[str], dict[str, int]]:
+        convs = list(conversation or [])
+        if user is not None:
+            convs += await privacy_store.conversations_of_user(pool, user)
+        counts = await privacy_store.erase_conversations(pool, convs, agent_id=agent)
+        return sorted(set(convs)), counts
+
+    convs, counts = _with_pool(settings, work)
+    if not as_json:
+        typer.echo(f"erased {len(convs)} conversation(s)"
+                   + (f" of user {user}" if user is not None else ""))
+    _report(counts, as_json, conversations=convs)
