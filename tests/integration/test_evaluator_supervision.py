@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
+import httpx
 
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.golden_store import AgentRecord, import_golden_set, upsert_agent
@@ -89,11 +90,23 @@ async def _until(predicate: Any) -> None:
             await asyncio.sleep(0.05)
 
 
+class _RaisesForBrokenAgent(EvaluatorService):
+    """The observed failure, raised where it surfaced: the agent client now reports a body
+    that does not match its Content-Encoding as a case failure (``bad_content_encoding``), so
+    the job of ``broken-agent`` raises the ``httpx.DecodingError`` itself, standing for any
+    unexpected exception inside a job."""
+
+    async def _execute(self, claimed: Any) -> Any:
+        if claimed.request.agent_id == "broken-agent":
+            raise httpx.DecodingError("Error -3 while decompressing data: incorrect header check")
+        return await super()._execute(claimed)
+
+
 async def test_a_decoding_error_in_one_job_does_not_end_the_workers(
     pool: asyncpg.Pool, db_dsn: str
 ) -> None:
     bus = InProcessBus(retry_delay_s=0.05)
-    svc = EvaluatorService(Deps(_settings(db_dsn, max_attempts=1), pool, bus, Topics()))
+    svc = _RaisesForBrokenAgent(Deps(_settings(db_dsn, max_attempts=1), pool, bus, Topics()))
     mount_in_process(bus, svc)
     async with raw_agent(broken=True) as broken_url, raw_agent() as good_url:
         for agent, url in (("broken-agent", broken_url), ("good-agent", good_url)):
