@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gzip
+import functools
 import json
 import os
 import resource
@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +218,12 @@ async def ingest_tries(port: int, token: str, pid: int, bound_s: float) -> list[
     return out
 
 
+def _spawn_ingest(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "evalloop.cli.main", "up", "--service",
+                                 "ingest"], env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
 @contextlib.asynccontextmanager
 async def ingest_process(bound_s: float) -> AsyncIterator[tuple[int, str, int]]:
     """Ingest as its own process on a fresh database with one key: ``(port, token, pid)``."""
@@ -236,9 +243,7 @@ async def ingest_process(bound_s: float) -> AsyncIterator[tuple[int, str, int]]:
            "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT),
                                           os.environ.get("PYTHONPATH", "")])}
     log = Path(f"/tmp/attack-ingest-{os.getpid()}.log")
-    proc = await asyncio.to_thread(
-        subprocess.Popen, [sys.executable, "-m", "evalloop.cli.main", "up", "--service",
-                           "ingest"], env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    proc = await asyncio.to_thread(_spawn_ingest, env, log)
     try:
         async with httpx.AsyncClient(timeout=2) as client:
             for _ in range(240):
@@ -246,7 +251,7 @@ async def ingest_process(bound_s: float) -> AsyncIterator[tuple[int, str, int]]:
                     if (await client.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200:
                         break
                 if proc.poll() is not None:
-                    raise RuntimeError(f"ingest exited: {log.read_text()[-2000:]}")
+                    raise RuntimeError(f"ingest exited with {proc.returncode}; see {log}")
                 await asyncio.sleep(0.5)
         yield port, new.token, proc.pid
     finally:
@@ -272,6 +277,15 @@ async def _read_request(reader: asyncio.StreamReader) -> None:
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":")[1])
     await reader.readexactly(length)
+
+
+@functools.cache
+def _bomb() -> bytes:
+    """1 GiB of ``a`` as one gzip member (~1 MB), compressed in 1 MiB steps (the attacker's
+    memory stays small)."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b"a" * (1024 * 1024)
+    return b"".join([*(z.compress(block) for _ in range(1024)), z.flush()])
 
 
 def hostile(kind: str) -> Handler:
@@ -321,7 +335,7 @@ def hostile(kind: str) -> Handler:
                     writer.write(frame)
                     await writer.drain()
             elif kind == "gzip_bomb":
-                bomb = gzip.compress(b"a" * (1024 * 1024 * 1024), compresslevel=9)
+                bomb = _bomb()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n"
                              b"content-encoding: gzip\r\n"
                              + f"content-length: {len(bomb)}\r\n\r\n".encode() + bomb)
@@ -352,6 +366,7 @@ AGENT_KINDS = {
 
 async def agent_tries(bound_s: float, timeout_s: float) -> list[Try]:
     out = []
+    _bomb()  # built before anything is measured
     for kind, what in AGENT_KINDS.items():
         server = await asyncio.start_server(hostile(kind), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
@@ -372,7 +387,7 @@ async def agent_tries(bound_s: float, timeout_s: float) -> list[Try]:
         dt = time.monotonic() - t0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         outcome += f"; peak RSS {rss0:.0f} -> {peak:.0f} MB"
-        held = held and dt <= 2 * timeout_s + 1 and peak - rss0 < 200
+        held = held and dt <= 2 * timeout_s + 2 and peak - rss0 < 50
         out.append(Try("evaluator", kind, what, outcome, dt, held))
         server.close()
         with contextlib.suppress(Exception):
