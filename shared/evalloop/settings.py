@@ -120,6 +120,10 @@ class IngestSettings(BaseModel):
         5.0, gt=0, description="seconds the broker has to acknowledge a batch before ingest "
         "answers 503 (docs/operations.md#faults-measured)"
     )
+    head_timeout_s: float = Field(
+        10.0, gt=0, description="seconds a connection has to send a whole request head (line "
+        "and headers) before it is closed (slowloris; docs/operations.md#tried-as-an-attacker)"
+    )
     body_timeout_s: float = Field(
         30.0, gt=0, description="seconds a client has to send the whole body before ingest "
         "answers 408 (a slow body holds a connection; docs/operations.md#tried-as-an-attacker)"
