@@ -1,6 +1,6 @@
 """Monitor benchmark: crossing -> ``reeval.requested.v1`` latency at 1,000 events/s, and memory.
 
-Issue 2 target: latency from the crossing event's arrival to the request's publication,
+Target: latency from the crossing event's arrival to the request's publication,
 p99 < 1 s at 1,000 events/s; memory bounded by agents x buckets, not by events.
 
 Run: ``python benchmarks/monitor.py`` (``--help`` for sizes; ``--kafka`` adds the same load
@@ -58,7 +58,10 @@ from evalloop.adapters.postgres import (  # noqa: E402
 )
 from evalloop.core.fusion import FusionWeights, classify  # noqa: E402
 from evalloop.core.trigger import TriggerConfig, TriggerState, step  # noqa: E402
-from evalloop.core.window import AgentWindow, TurnLedger, turn_flags  # noqa: E402
+from evalloop.core.window import (  # noqa: E402
+    WindowReplay,
+    turn_flags,
+)
 from evalloop.events import AgentResponse, ReevalRequested, UserRating, dump_event  # noqa: E402
 from evalloop.runtime import Deps, mount_in_process  # noqa: E402
 from evalloop.settings import (  # noqa: E402
@@ -122,18 +125,13 @@ def predict_crossings(events: list[Any], monitor: MonitorSettings) -> dict[str, 
         s = classify(e, weights)
         return s is not None and s.negative
 
-    windows: dict[str, AgentWindow] = {}
+    replay = WindowReplay(window_s=monitor.window_s, bucket_s=monitor.bucket_s)
     states: dict[str, TriggerState] = {}
-    ledger = TurnLedger(previous={})
     fired: dict[str, int] = {}
     for i, e in enumerate(events):
-        w = windows.setdefault(e.agent_id, AgentWindow(window_s=monitor.window_s,
-                                                       bucket_s=monitor.bucket_s))
         flags = turn_flags(e, monitor.bucket_s, negative)
         assert flags is not None
-        w.advance(e.occurred_at)
-        for b, d in ledger.observe((e.agent_id, e.conversation_id, e.turn_id), flags):
-            w.add(b, d)
+        w = replay.observe((e.agent_id, e.conversation_id, e.turn_id), flags, e.occurred_at)
         assert w.newest is not None
         d = step(states.get(e.agent_id, TriggerState()), negatives=w.totals.negatives,
                  turns=w.totals.turns, at=w.newest, config=cfg)
@@ -266,13 +264,13 @@ async def in_process_phase(admin_dsn: str, events: list[Any], rate: float,
         payloads = [(e.agent_id, dump_event(e)) for e in events]
         achieved = await paced(
             len(payloads), rate,
-            lambda i: bus.publish(topics.feedback_events, payloads[i][1], key=payloads[i][0]),
+            lambda i: bus.publish(topics.feedback_recorded, payloads[i][1], key=payloads[i][0]),
         )
         await bus.drain()
         bus.stop()
         await runner
         await svc.stop()
-        arrived = bus.appended[topics.feedback_events]
+        arrived = bus.appended[topics.feedback_recorded]
         published = dict(zip(
             (ReevalRequested.model_validate_json(r.value).agent_id
              for r in bus.messages(topics.reeval_requested)),
@@ -345,7 +343,7 @@ async def kafka_phase(admin_dsn: str, bootstrap: str, events: list[Any], rate: f
             crossing = {i: a for a, i in predicted.items()}
 
             async def send(i: int) -> None:
-                fut = await producer.send(topics.feedback_events, payloads[i][1],
+                fut = await producer.send(topics.feedback_recorded, payloads[i][1],
                                           key=payloads[i][0])
                 if i in crossing:
                     fut.add_done_callback(lambda _f, i=i: acked.__setitem__(i, time.time()))

@@ -5,7 +5,7 @@ Usage::
 
     python benchmarks/runner.py [--cases 180] [--rounds 9] [--format json] [--delay-ms 0]
 
-What is measured, in one run (issue 3, "Benchmarks"):
+What is measured, in one run :
 
 * the reference agent (``evalloop agent serve``, the standard HR configuration) runs as its own
   process on a free loopback port -- real HTTP, and its CPU is not the client's;

@@ -1,7 +1,7 @@
 """Triage benchmark: embedding throughput vs bare sentence-transformers, re-clustering 50,000
 cases, and cluster quality (V-measure) on real FeedbackQA negatives.
 
-Issue 2 targets: embedding throughput >= 0.9 of a bare ``SentenceTransformer.encode`` of the
+Targets: embedding throughput >= 0.9 of a bare ``SentenceTransformer.encode`` of the
 same texts (NOTES: ~130 short texts/s at batch 32 on 2 cores); re-clustering 50,000 cases in
 < 30 s.
 

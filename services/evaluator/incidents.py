@@ -1,5 +1,5 @@
-"""Escalation incidents -> golden-set candidates (seed 003 cadence: "After any escalation
-incident: add case covering the incident scenario").
+"""Escalation incidents -> golden-set candidates (``docs/rules.md#eval-cadence``: "After any
+escalation incident: add case covering the incident scenario").
 
 Every ``escalation`` event on ``feedback.recorded.v1`` (accepted by the recorder) proposes one
 candidate to the review queue: the turn's question as the case input, the answer the agent
@@ -83,9 +83,9 @@ class IncidentCandidate:
         proposal: the ``golden.candidate.proposed.v1`` message.
         turn: (conversation_id, turn_id) of the incident.
         requested_by: who asked for the human (``user`` / ``agent`` / ``policy``).
-        case: the case in seed 003's format (``id, input, expected_behavior,
-            should_escalate, should_refuse, category, notes``) plus ``context_chunks`` and
-            ``tags``: what the reviewer confirms into the golden set.
+        case: the case in the eval-case format (``docs/rules.md#eval-case-format``: ``id, input,
+            expected_behavior, should_escalate, should_refuse, category, notes``) plus
+            ``context_chunks`` and ``tags``: what the reviewer confirms into the golden set.
     """
 
     proposal: CandidateProposed

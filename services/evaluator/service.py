@@ -10,9 +10,9 @@ Consumes ``reeval.requested.v1`` (group ``evalloop-evaluator``). For each job:
 3. looks up the agent's endpoint (the ``agents`` table, else ``settings.evaluator.agents``),
    resolves the agent's current golden-set version and **pins** it on the job (a retried job
    runs the version it started with);
-4. selects the cases the trigger calls for (seed 003 cadence, :mod:`evalloop.core.cadence`),
-   runs them with bounded concurrency (:func:`evalloop.evaluation.run_eval`) while
-   heartbeating the claim;
+4. selects the cases the trigger calls for (``docs/rules.md#eval-cadence``,
+   :mod:`evalloop.core.cadence`), runs them with bounded concurrency
+   (:func:`evalloop.evaluation.run_eval`) while heartbeating the claim;
 5. in one transaction: re-checks it still owns the job, stores the run and its per-case
    results, marks the job ``succeeded`` with the summary; then publishes
    ``reeval.completed.v1``. A worker that lost its claim (it stalled past the lease) stores
@@ -26,7 +26,7 @@ not a job failure: the runner reports it per case and the run's gate fails.
 
 The second subscription (group ``evalloop-evaluator-incidents``) on ``feedback.recorded.v1`` (the
 events the recorder accepted, ``docs/operations.md#the-recorded-stream``) turns escalation events
-into golden-set candidates (seed 003 cadence: "After any escalation incident:
+into golden-set candidates (``docs/rules.md#eval-cadence``: "After any escalation incident:
 add case covering the incident scenario"); see :mod:`services.evaluator.incidents`.
 """
 

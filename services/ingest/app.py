@@ -1,6 +1,6 @@
 """HTTP ingest: ``POST /v1/events`` validates feedback events and produces them to Kafka.
 
-Contract (issue 2, "Services" and "Bad input"):
+Contract (bad input: ``docs/operations.md#bounded-work-per-request``):
 
 * body: one event object or a JSON array of them, ``Content-Type: application/json``
   (``415`` otherwise), at most ``settings.ingest.max_body_bytes`` bytes and
@@ -274,8 +274,9 @@ def build_http_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             if guard.pool is None:
-                guard.pool = await _key_pool(settings)
-                stack.push_async_callback(guard.pool.close)
+                opened = guard.pool = await _key_pool(settings)
+                stack.callback(setattr, guard, "pool", None)  # a restarted app opens anew
+                stack.push_async_callback(opened.close)
             async with _bus_lifespan(app):
                 yield
 

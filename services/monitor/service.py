@@ -6,10 +6,10 @@ so the monitor counts exactly what the recorder stored and nothing it rejected
 ``agent_id`` when
 
 * the negative rate over the 24 h of event time ending at the agent's newest event exceeds 2%
-  with a minimum volume, once per crossing (seed 004; DESIGN.md, "Negative rate";
+  with a minimum volume, once per crossing (``docs/rules.md#feedback-loop-trigger``;
   :mod:`evalloop.core.trigger`),
 * an ``agent_changed`` event says the system prompt, model or knowledge base changed, and
-* once per ``weekly_interval_s`` per agent (a seeded sample; seed 003's cadence table).
+* once per ``weekly_interval_s`` per agent (a seeded sample; ``docs/rules.md#eval-cadence``).
 
 Each batch is one PostgreSQL transaction: lock the agents' state rows, read the stored flags of
 the batch's turns, fold the batch in order (the trigger is evaluated after every event, so the
@@ -17,8 +17,10 @@ decision does not depend on how the bus batched), write turn flags, bucket delta
 the requested jobs, commit; then publish the jobs from the outbox (``reeval_jobs.published_at``
 NULL) and mark them. A redelivered batch finds its effects stored and changes nothing; a crash
 between commit and publish is repaired by re-publishing the outbox at start and on the next
-batch. In memory: one :class:`AgentWindow` per agent (<= 288 buckets), validated against the
-state row's ``seq`` at every batch, so a restart or another instance's work is picked up.
+batch. The window is exact, ``(t - 24 h, t]`` (``docs/operations.md#the-window``). In memory:
+one :class:`AgentWindow` per agent (<= 289 buckets and the turns of its edge bucket), validated
+against the state row's ``seq`` at every batch, so a restart or another instance's work is
+picked up.
 """
 
 from __future__ import annotations
@@ -184,7 +186,7 @@ class MonitorService(Service):
                 ledger = TurnLedger(previous)
                 trig = {a: states[a].trigger for a in turn_agents}
                 jobs = [
-                    *self._fold(observations, ledger, windows, trig, now),
+                    *await self._fold(conn, observations, ledger, windows, trig, now),
                     *await self._change_requests(conn, changes, now),
                 ]
                 await store.upsert_turns(conn, ledger.changed())
@@ -201,22 +203,27 @@ class MonitorService(Service):
         self.requested += len(inserted)
         return inserted
 
-    def _fold(
+    async def _fold(
         self,
+        conn: asyncpg.Connection,
         observations: list[tuple[datetime, TurnKey, TurnFlags]],
         ledger: TurnLedger,
         windows: dict[str, AgentWindow],
         trig: dict[str, TriggerState],
         now: datetime,
     ) -> list[ReevalRequested]:
-        """Apply the batch event by event and evaluate the trigger after each one."""
+        """Apply the batch event by event and evaluate the trigger after each one (the window
+        exact: ``(t - 24 h, t]``, its edge bucket read turn by turn when it moves,
+        ``docs/operations.md#the-window``)."""
         jobs: list[ReevalRequested] = []
         for occurred_at, key, flags in observations:
             agent = key[0]
             w = windows[agent]
             w.advance(occurred_at)
-            for bucket, delta in ledger.observe(key, flags):
-                w.add(bucket, delta)
+            if w.edge_needed is not None:
+                await self._supply_edge(conn, agent, w, ledger)
+            for contribution in ledger.observe_exact(key, flags):
+                w.add(*contribution)
             assert w.newest is not None
             totals = w.totals
             decision = step(
@@ -265,6 +272,19 @@ class MonitorService(Service):
         return list(out.values())
 
     @staticmethod
+    async def _supply_edge(
+        conn: asyncpg.Connection, agent: str, w: AgentWindow, ledger: TurnLedger | None
+    ) -> None:
+        """Give ``w`` the turns of its edge bucket: as stored, overridden by what this batch
+        changed so far (``ledger``)."""
+        bucket = w.edge_needed
+        assert bucket is not None
+        turns = await store.turns_in_bucket(conn, agent, bucket)
+        if ledger is not None:
+            turns.update((k, f) for k, f in ledger.current.items() if k[0] == agent)
+        w.set_edge(bucket, [(f.time, f.counts()) for f in turns.values() if f.bucket == bucket])
+
+    @staticmethod
     def _state(old: store.AgentState, trig: TriggerState, w: AgentWindow) -> store.AgentState:
         r = w.report()
         return store.AgentState(
@@ -292,6 +312,8 @@ class MonitorService(Service):
                 since[agent] = bounds[0]
         for agent, buckets in (await store.load_buckets(conn, since)).items():
             out[agent].load(buckets)
+            if out[agent].edge_needed is not None:
+                await self._supply_edge(conn, agent, out[agent], None)
         return out
 
     def window(self, agent_id: str) -> AgentWindow | None:

@@ -1,6 +1,6 @@
 """The recorder: store each feedback event once, fuse each turn's signals, publish negative cases.
 
-Per batch of ``feedback.events.v1`` records (DESIGN.md, "The loop"):
+Per batch of ``feedback.events.v1`` records (``docs/operations.md#the-recorded-stream``):
 
 1. decode and validate every record (``evalloop.events``); a record that fails becomes a dead
    letter (``services.recorder.dlq``: original bytes + reason);

@@ -9,11 +9,16 @@ Runs on one connection holding the agent's advisory lock (online ingest of the s
    answer passage would name the agent's retrieval, not the users' topic);
 3. golden coverage: each golden case (question + expected answer, embedded like a case) covers
    the cluster it would join;
-4. rank (:mod:`evalloop.core.ranking`), embed the shortlisted questions (cached in
-   ``triage_cases.question_embedding``), drop near-duplicates of each other, of golden cases and
-   of queue rows a reviewer already decided; upsert the kept candidates (idempotent on the
-   question key: a pending row is refreshed in place);
-5. one transaction writes cluster ids, clusters, candidates and resets the agent's counter.
+4. rank (:mod:`evalloop.core.ranking`; severity and agreement from each evidence event's mark,
+   :mod:`evalloop.core.judgements`; turns most raters liked are left out), embed the
+   shortlisted questions (cached in ``triage_cases.question_embedding``), drop near-duplicates
+   of each other, paraphrases of golden cases and near-duplicates of queue rows a reviewer
+   already decided; explain each rank and propose an expected answer with its source
+   (:mod:`evalloop.core.expected`);
+5. one transaction writes cluster ids, clusters, candidates (idempotent on the question key: a
+   pending row is refreshed in place, a withdrawn one comes back), withdraws the pending rows
+   not selected this time (so none points at a dead cluster and the per-cluster cap holds:
+   ``docs/review.md#re-clustering``) and resets the agent's counter.
 
 The caller publishes ``golden.candidate.proposed.v1`` from the queue's outbox afterwards.
 """
@@ -26,6 +31,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -38,19 +44,33 @@ from evalloop.adapters.triage_store import (
     GoldenCase,
     QueueRow,
     agent_lock,
+    case_chunk_ids,
     case_details,
+    case_marks,
     golden_cases,
+    liked_passages,
     load_recluster_input,
     lock_agent_state,
     queue_priors,
+    rated_answers,
     replace_clusters,
     save_agent_state,
     set_case_clusters,
     set_question_embeddings,
     store_errors,
     upsert_candidates,
+    withdraw_unselected,
 )
 from evalloop.core.clustering import ClusterParams, case_text, match_cluster_ids, recluster
+from evalloop.core.expected import (
+    Passage,
+    ProposedAnswer,
+    RatedAnswer,
+    loose_question,
+    nearest_passages,
+    propose,
+)
+from evalloop.core.judgements import Mark, mark_of, profile_of
 from evalloop.core.labels import label_clusters
 from evalloop.core.ranking import (
     Prior,
@@ -59,6 +79,7 @@ from evalloop.core.ranking import (
     Selection,
     TriageCase,
     coverage,
+    explain,
     question_key,
     score_cases,
     select_candidates,
@@ -101,6 +122,7 @@ def ranking_params(cfg: TriageSettings) -> RankingParams:
     return RankingParams(
         half_life_days=cfg.recency_half_life_days,
         duplicate_similarity=cfg.duplicate_similarity,
+        golden_similarity=cfg.golden_similarity,
         per_cluster=cfg.candidates_per_cluster, max_candidates=cfg.max_candidates,
     )
 
@@ -149,6 +171,7 @@ class ReclusterReport:
         uncovered: ids of clusters no golden case covers, largest first.
         kept: candidates written or refreshed this run.
         new_candidates: ids of candidates inserted this run.
+        withdrawn: pending candidates withdrawn (not selected again).
         dropped: reason -> count of shortlisted cases left out.
         seconds: phase -> wall seconds (load, cluster, label, rank, write).
     """
@@ -159,6 +182,7 @@ class ReclusterReport:
     uncovered: list[str] = field(default_factory=list)
     kept: int = 0
     new_candidates: list[UUID] = field(default_factory=list)
+    withdrawn: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -202,6 +226,41 @@ async def _select(
         if len(sel.kept) >= rp.max_candidates or upto >= len(short):
             return sel, qv, need_all, fresh_all
         upto = min(len(short), upto + step)
+
+
+async def _proposals(conn: asyncpg.Connection, agent_id: str, case_ids: list[UUID],
+                     details: dict[UUID, Any]) -> dict[UUID, ProposedAnswer]:
+    """A proposed expected answer per kept case (:func:`evalloop.core.expected.propose`)."""
+    out: dict[UUID, ProposedAnswer] = {}
+    keys = {c: loose_question(details[c]["question"] or "") for c in case_ids}
+    rated = []
+    for row in await rated_answers(conn, agent_id, sorted(set(keys.values()))):
+        marks = [mark_of("user_rating", {"score": int(s) if s else None, "thumbs": t})
+                 for s, t in zip(row["scores"], row["thumbs"], strict=True)]
+        prof = profile_of([m for m in marks if m is not None])
+        sev = [m.severity for m in marks if m is not None]
+        rated.append(RatedAnswer(row["question_key"], row["answer"] or "", str(row["event_id"]),
+                                 prof.positive, prof.negative,
+                                 round(sum(sev) / len(sev), 6) if sev else 1.0))
+    rest = []
+    for c in case_ids:
+        prop = propose(details[c]["question"], details[c]["expected_answer"], rated, None)
+        if prop is None:
+            rest.append(c)
+        else:
+            out[c] = prop
+    if rest:
+        passages = [Passage(i, t) for i, t in await liked_passages(conn, agent_id)]
+        own = await case_chunk_ids(conn, rest)
+        near = await asyncio.to_thread(
+            nearest_passages, [details[c]["question"] for c in rest], passages,
+            [own.get(c, set()) for c in rest])
+        for c, hit in zip(rest, near, strict=True):
+            prop = propose(details[c]["question"], None, (),
+                           (passages[hit[0]], hit[1]) if hit else None)
+            if prop is not None:
+                out[c] = prop
+    return out
 
 
 async def recluster_agent(
@@ -254,12 +313,19 @@ async def recluster_agent(
 
             rp = ranking_params(cfg)
             row_of = {cid: i for i, cid in enumerate(data.case_ids)}
+            fields = await case_marks(conn, data.case_ids)
+            profiles = {}
+            for cid, evs in fields.items():
+                marks = [mark_of(t, f) for t, f in evs]
+                profiles[cid] = profile_of([m for m in marks if isinstance(m, Mark)])
             cases = [
-                TriageCase(str(cid), str(lab), conf, ev, occ, q)
+                TriageCase(str(cid), str(lab), conf, ev, occ, q, profiles.get(cid))
                 for cid, lab, conf, ev, occ, q in zip(
                     data.case_ids, result.labels.tolist(), data.confidences, data.evidence,
                     data.occurred_at, data.questions, strict=True)
             ]
+            liked = sum(1 for c in cases if c.profile is not None and c.profile.liked
+                        and c.question)
             sizes = {str(i): int(s) for i, s in enumerate(result.sizes.tolist())}
             # 3x what can be kept per cluster: room for near-duplicates dropped later; only
             # the questions the selection walk reaches are embedded (_select)
@@ -274,12 +340,15 @@ async def recluster_agent(
                 q_vecs[j] = v
             # a pending row is the same candidate as its question (refreshed in place); a row
             # a reviewer decided blocks its question and near-duplicates: never re-proposed
+            # rows a reviewer decided block their question and near-duplicates (never
+            # re-proposed); pending and withdrawn rows are re-ranked from scratch: a row
+            # selected again is refreshed in place, the others are withdrawn below
+            decided = [j for j, r in enumerate(queue)
+                       if r["status"] in ("confirmed", "edited", "rejected")]
             priors = [Prior("golden", g.case_id) for g in golden] + [
-                Prior("queue", str(r["candidate_id"]),
-                      r["question_key"] if r["status"] == "pending" else None)
-                for r in queue]
-            pv = np.vstack([g_question.reshape(-1, dim)] + [v[None, :] for v in q_vecs
-                                                            if v is not None])
+                Prior("queue", str(queue[j]["candidate_id"])) for j in decided]
+            pv = np.vstack([g_question.reshape(-1, dim)] + [
+                v[None, :] for j in decided if (v := q_vecs[j]) is not None])
             rows = [row_of[UUID(r.case.case_id)] for r in short]
             sel, qv, need, fresh_q = await _select(
                 embedder, short, [_valid_vector(data.question_embeddings[i], dim) for i in rows],
@@ -287,8 +356,14 @@ async def recluster_agent(
             )
             report.kept = len(sel.kept)
             report.dropped = dict(Counter(d.reason for d in sel.dropped))
+            if liked:
+                report.dropped["most_raters_liked"] = liked
             qv_of = {short[j].case.case_id: qv[j] for j in range(qv.shape[0])}
-            details = await case_details(conn, [UUID(r.case.case_id) for r in sel.kept])
+            kept_ids = [UUID(r.case.case_id) for r in sel.kept]
+            details = await case_details(conn, kept_ids)
+            proposals = await _proposals(conn, agent_id, kept_ids, details)
+            largest = max(sizes.values(), default=1)
+            newest = max(data.occurred_at)
             t4 = time.perf_counter()
             report.seconds["rank"] = t4 - t3
 
@@ -311,11 +386,14 @@ async def recluster_agent(
                     d = details[UUID(r.case.case_id)]
                     lab = int(r.case.cluster_id)
                     key = question_key(d["question"])
+                    prop = proposals.get(d["case_id"])
+                    age = (newest - r.case.occurred_at).total_seconds() / 86_400
                     queue_rows.append(QueueRow(
                         candidate_id=candidate_id(agent_id, key), agent_id=agent_id,
                         question_key=key, case_id=d["case_id"], cluster_id=ids[lab],
                         cluster_label=labels[lab].text, question=d["question"],
-                        answer_given=d["answer"], expected_answer=d["expected_answer"],
+                        answer_given=d["answer"],
+                        expected_answer=prop.text if prop else None,
                         evidence_event_ids=list(d["evidence_event_ids"]),
                         confidence=round(r.confidence, 6),
                         confidence_parts={"signal": round(r.signal, 6),
@@ -323,8 +401,18 @@ async def recluster_agent(
                                           "cluster": round(r.cluster, 6),
                                           "recency": round(r.recency, 6)},
                         question_embedding=qv_of[r.case.case_id],
+                        expected_answer_source=prop.source if prop else None,
+                        expected_answer_ref=prop.ref if prop else None,
+                        explanation=explain(r, rp, cluster_size=sizes[r.case.cluster_id],
+                                            largest=largest, age_days=max(0.0, age)),
+                        rating_profile=(r.case.profile.as_dict() if r.case.profile
+                                        else None),
                     ))
                 report.new_candidates = await upsert_candidates(conn, queue_rows)
+                report.withdrawn = await withdraw_unselected(
+                    conn, agent_id, [q.candidate_id for q in queue_rows],
+                    "not selected by the re-clustering (cluster gone, its cap taken by "
+                    "better candidates, or out of the window)")
                 state.new_cases = 0
                 await save_agent_state(conn, state, reclustered=True)
             order = np.argsort(-result.sizes, kind="stable")

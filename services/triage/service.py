@@ -16,6 +16,11 @@ batches, in group ``evalloop-triage``:
    outbox in ``review_queue.published_at``: new candidates only, at least once, also after a
    crash), then return so the transport commits the offsets.
 
+The triage service also announces golden-set versions that reviewers made
+(``golden.set.published.v1`` from the ``golden_outbox``; ``evalloop.review.outbox``): at start
+and on every tick of its loop, so a version confirmed from the command line, or while the web
+app's bus was down, is announced within ``recluster_check_s`` seconds.
+
 Idempotent under redelivery: a case whose text is unchanged is not re-embedded nor counted, and
 re-proposing a question updates its pending row without a new announcement.
 
@@ -39,8 +44,9 @@ from evalloop.adapters.bus import Record
 from evalloop.adapters.embedder import Embedder, build_embedder
 from evalloop.adapters.triage_store import agents_due, mark_published, store_errors, unpublished
 from evalloop.errors import BusError, EmbeddingError, StorageError
-from evalloop.events import CandidateProposed, NegativeCase, dump_event
+from evalloop.events import CandidateProposed, GoldenSetPublished, NegativeCase, dump_event
 from evalloop.locks import KeyedLocks
+from evalloop.review.outbox import publish_pending
 from evalloop.runtime import Consumes, Deps, Publishes, Service
 from evalloop.topics import GROUP_TRIAGE
 from services.triage.online import IngestOutcome, ingest_cases
@@ -98,6 +104,8 @@ class TriageService(Service):
     publishes: ClassVar[tuple[Publishes, ...]] = (
         Publishes("candidate_proposed", CandidateProposed,
                   "a golden-set candidate entered the review queue"),
+        Publishes("golden_set_published", GoldenSetPublished,
+                  "a reviewer's action made a new golden-set version"),
     )
 
     def __init__(self, deps: Deps, embedder: Embedder | None = None) -> None:
@@ -121,6 +129,7 @@ class TriageService(Service):
         re-clustering loop."""
         try:
             await self.flush_outbox()
+            await self.flush_golden_outbox()
         except (BusError, StorageError):
             log.exception("triage: re-publishing the outbox failed; retrying after next batch")
         self.start_background(self._recluster_loop, name="triage-recluster")
@@ -129,6 +138,7 @@ class TriageService(Service):
         while True:
             await asyncio.sleep(self.cfg.recluster_check_s)
             try:
+                await self.flush_golden_outbox()
                 await self.recluster_due()
             except (BusError, EmbeddingError, StorageError):
                 log.exception("triage: periodic re-clustering failed; retrying next tick")
@@ -182,6 +192,18 @@ class TriageService(Service):
             interval_s=self.cfg.recluster_interval_s,
         )
         return [await self.recluster(a) for a in due]
+
+    async def flush_golden_outbox(self) -> int:
+        """Announce golden-set versions reviewers made and nobody announced yet; returns how
+        many (``evalloop.review.outbox.publish_pending``).
+
+        Raises:
+            BusError: the bus refused (the versions stay queued).
+            StorageError: PostgreSQL failed.
+        """
+        sent = await publish_pending(self.deps.pool, self.deps.bus,
+                                     self.deps.topics.golden_set_published)
+        return len(sent)
 
     async def flush_outbox(self, agent_id: str | None = None) -> int:
         """Publish ``golden.candidate.proposed.v1`` for every queued candidate not yet

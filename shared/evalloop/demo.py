@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +69,9 @@ class DemoOptions:
         settings: base settings (default from the environment).
         job_timeout_s: how long to wait for re-evaluation runs to finish, seconds.
         services: the service classes to run (default recorder, monitor, triage, evaluator).
+        after: called with the finished report, the open pool and the demo's settings while
+            the demo database still exists (``evalloop demo --serve`` serves the web app on
+            it); the database is dropped (unless ``keep``) once it returns.
     """
 
     span_hours: float = 96.0
@@ -86,6 +89,7 @@ class DemoOptions:
     settings: Settings | None = None
     job_timeout_s: float = 300.0
     services: tuple[type, ...] | None = None
+    after: Callable[[DemoReport, asyncpg.Pool, Settings], Awaitable[None]] | None = None
 
 
 @dataclass
@@ -350,6 +354,9 @@ async def run_demo(options: DemoOptions, console: Console | None = None) -> Demo
             await _run(options, settings, pool, embedder, prepared, report, console, clock)
             with clock.phase("report"):
                 await _collect(pool, report)
+            if options.after is not None:
+                report.timings = clock.total()
+                await options.after(report, pool, settings)
         finally:
             await pool.close()
     report.timings = clock.total()

@@ -10,7 +10,11 @@ Tree::
     ├── BusError               Kafka (or the in-process bus) refused a publish/consume
     ├── EmbeddingError         the embedder could not load or encode
     ├── GoldenSetError         a golden set or eval-case file is malformed or missing
-    └── AgentError             the agent under evaluation was unreachable / timed out / 5xx
+    ├── AgentError             the agent under evaluation was unreachable / timed out / 5xx
+    └── ReviewError            a review action could not be taken (docs/review.md)
+        ├── ReviewNotFound     no such candidate / case / version / eval case
+        ├── ReviewConflict     the item changed since the reviewer saw it, or is decided
+        └── ReviewInputError   the action's input is malformed (FieldProblems)
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ __all__ = [
     "GoldenSetError",
     "InvalidBatch",
     "InvalidEvent",
+    "ReviewConflict",
+    "ReviewError",
+    "ReviewInputError",
+    "ReviewNotFound",
     "StorageError",
 ]
 
@@ -124,3 +132,34 @@ class GoldenSetError(EvalloopError):
 
 class AgentError(EvalloopError):
     """The agent endpoint was unreachable, timed out, or answered 5xx after retries."""
+
+
+class ReviewError(EvalloopError):
+    """A human review action could not be taken (``docs/review.md``)."""
+
+
+class ReviewNotFound(ReviewError):
+    """The candidate, golden case, golden-set version or eval case does not exist."""
+
+
+class ReviewConflict(ReviewError):
+    """The item changed since the reviewer loaded it (stale ``row_version`` / version), or
+    another reviewer already decided it.
+
+    Attributes:
+        current: a JSON-ready description of the item as it is now (status, version, who
+            decided and when), so the second reviewer sees what happened.
+    """
+
+    def __init__(self, message: str, current: dict[str, object] | None = None) -> None:
+        self.current = current or {}
+        super().__init__(message)
+
+
+class ReviewInputError(ReviewError):
+    """The action's input is malformed; ``problems`` has one ``FieldProblem`` per bad field."""
+
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(
+            f"{p.field}: expected {p.expected}, received {p.received}" for p in problems))

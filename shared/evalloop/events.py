@@ -44,6 +44,7 @@ __all__ = [
     "ConversationOutcome",
     "Escalation",
     "FeedbackEvent",
+    "GoldenSetPublished",
     "NegativeCase",
     "OperatorCorrection",
     "ReevalCompleted",
@@ -321,6 +322,27 @@ class CandidateProposed(_Model):
     evidence_event_ids: list[UUID]
     confidence: Annotated[float, Field(ge=0, le=1)]
     proposed_at: AwareDatetime
+
+
+class GoldenSetPublished(_Model):
+    """A new golden-set version was made by a review action (topic ``golden.set.published.v1``).
+
+    Emitted from an outbox, once per version (``version_id`` is the idempotency key); the
+    evaluator's next run of the agent uses this version (``docs/review.md#publication``).
+    ``diff`` lists case ids ``added`` / ``removed`` / ``changed`` against the parent.
+    """
+
+    version_id: UUID
+    agent_id: AgentId
+    golden_set_id: str
+    version: Annotated[int, Field(ge=1)]
+    parent_version_id: UUID | None
+    case_count: Annotated[int, Field(ge=0)]
+    diff: dict[str, list[str]]
+    content_hash: str
+    created_by: str | None
+    reason: str
+    created_at: AwareDatetime
 
 
 # --------------------------------------------------------------------------- decoding

@@ -106,7 +106,9 @@ class Deps:
             self.clock = clock
         embedder = self.extras.get("embedder")
         if embedder is not None and self.embedder is None:
-            if not callable(getattr(embedder, "encode", None)):
+            from evalloop.adapters.embedder import Embedder
+
+            if not isinstance(embedder, Embedder):
                 raise TypeError(f"Deps.extras['embedder']: expected an Embedder, received "
                                 f"{type(embedder).__name__}")
             self.embedder = embedder

@@ -28,6 +28,7 @@ __all__ = [
     "RetentionSettings",
     "Settings",
     "TriageSettings",
+    "WebSettings",
 ]
 
 
@@ -69,7 +70,10 @@ class KafkaSettings(BaseModel):
 class PostgresSettings(BaseModel):
     """PostgreSQL. ``dsn`` wins; without it ``embedded_dir`` holds an embedded server's data."""
 
-    dsn: str | None = Field(None, description="postgresql://user:pass@host:port/db")
+    dsn: str | None = Field(
+        None, repr=False,  # its password never reaches a log line (docs/security.md#secrets)
+        description="postgresql://user:pass@host:port/db",
+    )
     embedded_dir: Path = Field(
         Path("/var/tmp/evalloop/pg"),
         description="data directory of the embedded server (kept outside /root: seen in NOTES)",
@@ -129,9 +133,6 @@ class IngestSettings(BaseModel):
         "answers 408 (a slow body holds a connection; docs/operations.md#tried-as-an-attacker)"
     )
 
-    def limits(self) -> BatchLimits:
-        """These limits as the :class:`~evalloop.events.BatchLimits` ``parse_events`` enforces."""
-        return BatchLimits(self.max_body_bytes, self.max_records, self.max_errors)
     # API keys and rate limits (docs/security.md#api-keys, #rate-limits).
     rate_limit: str = Field(
         "50/second", description="per key, moving window (``limits`` notation); a key's own "
@@ -157,6 +158,10 @@ class IngestSettings(BaseModel):
         16 * 1024, ge=1024, description="largest request head (line + headers) the HTTP "
         "server reads; larger is answered 400 before the app runs"
     )
+
+    def limits(self) -> BatchLimits:
+        """These limits as the :class:`~evalloop.events.BatchLimits` ``parse_events`` enforces."""
+        return BatchLimits(self.max_body_bytes, self.max_records, self.max_errors)
 
     def uvicorn_limits(self) -> dict[str, object]:
         """Keyword arguments of ``uvicorn.Config`` that bound a request head (h11 parser, so
@@ -293,6 +298,11 @@ class TriageSettings(BaseModel):
     duplicate_similarity: float = Field(
         default=0.92, description="question cosine at/above which a candidate is a duplicate"
     )
+    golden_similarity: float = Field(
+        default=0.75, ge=0, le=1,
+        description="question cosine at/above which a candidate is a paraphrase of a golden "
+        "case and is not proposed (docs/review.md#ranking)",
+    )
     recency_half_life_days: float = 7.0
     label_terms: int = Field(default=4, description="terms per cluster label (DESIGN: 3-5)")
 
@@ -373,6 +383,23 @@ class RetentionSettings(BaseModel):
     batch_rows: int = Field(10_000, ge=1, description="rows deleted per statement")
 
 
+class WebSettings(BaseModel):
+    """The web app (``evalloop web``; ``docs/web.md``).
+
+    ``secret_key`` signs the session and CSRF cookies: set it (env
+    ``EVALLOOP_WEB__SECRET_KEY``, at least 32 characters) so sessions survive a restart and
+    several processes agree; unset, each process draws a random key (sign in again after a
+    restart). ``session_max_age_s``: a session lasts this long after sign-in, seconds.
+    ``https_only``: mark cookies ``Secure`` (behind TLS).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8090
+    secret_key: str | None = Field(None, min_length=32)
+    session_max_age_s: int = Field(8 * 3600, gt=0)
+    https_only: bool = False
+
+
 class Settings(BaseSettings):
     """All of evalloop's settings: env ``EVALLOOP_<SECTION>__<FIELD>``.
 
@@ -392,3 +419,4 @@ class Settings(BaseSettings):
     triage: TriageSettings = TriageSettings()
     evaluator: EvaluatorSettings = EvaluatorSettings()
     retention: RetentionSettings = RetentionSettings()
+    web: WebSettings = WebSettings()

@@ -13,7 +13,13 @@ from aiokafka.structs import TopicPartition
 from faststream.kafka import KafkaBroker
 
 from evalloop.adapters.bus import Record
-from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics, subscribe_batch
+from evalloop.adapters.kafka import (
+    KafkaBus,
+    build_broker,
+    build_producer,
+    ensure_topics,
+    subscribe_batch,
+)
 from evalloop.errors import BusError
 from evalloop.settings import KafkaSettings
 from evalloop.topics import Topics
@@ -21,10 +27,20 @@ from evalloop.topics import Topics
 WAIT_S = 60.0  # upper bound for a delivery on a loaded 2-core machine (not a timing assertion)
 
 
-@pytest.fixture
-async def producer(kafka_bootstrap: str) -> AsyncIterator[KafkaBus]:
-    """A connected KafkaBus for publishing test input."""
-    broker = build_broker(KafkaSettings(bootstrap=kafka_bootstrap))
+@pytest.fixture(params=["faststream", "aiokafka"])
+async def producer(kafka_bootstrap: str, request: pytest.FixtureRequest) -> AsyncIterator[KafkaBus]:
+    """A connected KafkaBus for publishing test input: through FastStream's public publish,
+    and through an aiokafka producer (record batches per partition: what services use)."""
+    settings = KafkaSettings(bootstrap=kafka_bootstrap)
+    if request.param == "aiokafka":
+        raw = build_producer(settings)
+        await raw.start()
+        try:
+            yield KafkaBus(producer=raw)
+        finally:
+            await raw.stop()
+        return
+    broker = build_broker(settings)
     await broker.connect()
     try:
         yield KafkaBus(broker)

@@ -32,7 +32,7 @@ def _event(agent: str, turn: str) -> dict[str, object]:
     }
 
 
-async def test_ingest_and_recorder_run_together_and_stop_on_request(
+async def test_ingest_recorder_monitor_run_together_report_health_and_stop(
     settings: Settings, pool: asyncpg.Pool
 ) -> None:
     port = _free_port()
@@ -62,12 +62,24 @@ async def test_ingest_and_recorder_run_together_and_stop_on_request(
                         await asyncio.sleep(0.1)
                 finally:
                     await conn.close()
+                # every service of the process reports its health (docs/operations.md)
+                ready = await client.get("/readyz")
+                health = await client.get("/healthz")
         stop.set()
+        assert ready.status_code == 200, ready.text
+        body = ready.json()
+        assert (body["status"], body["ready"]) == ("ok", True)
+        assert [(s["service"], s["status"], s["ready"]) for s in body["services"]] == [
+            ("recorder", "ok", True), ("monitor", "ok", True)]
+        assert [(h["name"], h["state"], h["restarts"]) for h in body["services"][1]["loops"]] \
+            == [("monitor._schedule_loop", "running", 0)]
+        assert health.status_code == 200 and health.json()["status"] == "ok"
         return int(n)
 
     async with asyncio.timeout(WAIT_S * 2):
         async with asyncio.TaskGroup() as tg:
-            runner = tg.create_task(run_services(["ingest", "recorder"], settings, stop))
+            runner = tg.create_task(
+                run_services(["ingest", "recorder", "monitor"], settings, stop))
             stored = tg.create_task(drive())
     assert stored.result() == 3
     assert runner.done() and runner.exception() is None
@@ -95,7 +107,7 @@ def test_every_existing_service_builds_without_connecting() -> None:
     assert {"ingest", "recorder", "monitor"} <= set(names)
     loaded = [load_service(n, settings) for n in names]
     assert [(s.name, s.kind) for s in loaded] == [
-        (n, "http" if n == "ingest" else "stream") for n in names
+        (n, "http" if n in ("ingest", "web") else "stream") for n in names
     ]
     assert set(names) <= set(SERVICES)
 

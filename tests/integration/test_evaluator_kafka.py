@@ -1,4 +1,4 @@
-"""The evaluator app end to end through real Kafka and PostgreSQL (issue 3, "Done when"):
+"""The evaluator app end to end through real Kafka and PostgreSQL :
 ``reeval.requested.v1`` in -> the reference agent evaluated over HTTP -> run and job stored ->
 ``reeval.completed.v1`` out, once, even when the request is delivered twice."""
 
@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import asyncpg
 from faststream import TestApp
+from kafka_lag import wait_caught_up
 
 from evalloop.adapters.bus import Record
 from evalloop.adapters.golden_store import AgentRecord, import_golden_set, upsert_agent
@@ -19,7 +20,7 @@ from evalloop.cli.eval_cmd import bundled_evals
 from evalloop.core.evaluation.cases import load_eval_file
 from evalloop.events import ReevalCompleted, ReevalRequested, dump_event
 from evalloop.settings import EvaluatorSettings, Settings
-from evalloop.topics import Topics
+from evalloop.topics import GROUP_EVALUATOR, Topics
 from services.evaluator.app import build_app
 from services.evaluator.service import run_id_for
 
@@ -45,7 +46,8 @@ async def test_reeval_request_through_kafka_runs_and_completes_once(
         arrived.set()
 
     listener = build_broker(cfg.kafka)
-    subscribe_batch(listener, topics.reeval_completed, f"g-{uuid.uuid4().hex}", collect)
+    group = f"g-{uuid.uuid4().hex}"
+    subscribe_batch(listener, topics.reeval_completed, group, collect)
     producer = build_broker(cfg.kafka)
     async with serve_agent(AgentConfig(kb="hr"), default_format="openai-sse") as url:
         await upsert_agent(pool, AgentRecord(agent_id=AGENT, endpoint_url=url))
@@ -57,7 +59,12 @@ async def test_reeval_request_through_kafka_runs_and_completes_once(
                 await KafkaBus(producer).publish_batch(
                     topics.reeval_requested, [(AGENT, dump_event(req))] * 2)
                 await asyncio.wait_for(arrived.wait(), WAIT_S)
-                await asyncio.sleep(3.0)  # a second (wrong) completion would arrive meanwhile
+                # no second (wrong) completion: both requests were handled, the job is
+                # finished, and the listener consumed every completion published
+                await wait_caught_up(cfg.kafka.bootstrap, [
+                    (topics.reeval_requested, [GROUP_EVALUATOR]),
+                    (topics.reeval_completed, [group]),
+                ], WAIT_S)
             finally:
                 await producer.stop()
                 await listener.stop()

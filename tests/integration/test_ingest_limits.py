@@ -35,7 +35,7 @@ def bus() -> InProcessBus:
 
 @pytest.fixture
 async def client(bus: InProcessBus, pool: asyncpg.Pool) -> AsyncIterator[httpx.AsyncClient]:
-    new, _ = await create_key(pool, "limits", agent_ids=None, rate_limit="100000/second")
+    new, _ = await create_key(pool, "test_limits", agent_ids=None, rate_limit="100000/second")
     app = build_http_app(Settings(), bus=bus, pool=pool)  # the default limits
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://ingest",

@@ -7,7 +7,7 @@ import asyncio
 import json
 import random
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from uuid import UUID, uuid4, uuid5
 
@@ -142,12 +142,13 @@ async def test_fires_once_per_crossing_with_exact_window_and_interval(
     )
     assert r.rate == 0.025
     assert (round(r.wilson_low or 0, 4), round(r.wilson_high or 0, 4)) == (0.0107, 0.0572)
-    assert (r.window_start, r.window_end) == (at(605) - timedelta(days=1), at(605))
+    # the exact window (t - 24 h, t] ending at the crossing event (docs/operations.md#the-window)
+    assert (r.window_start, r.window_end) == (at(604) - timedelta(days=1), at(604))
     assert r.reason == (
-        "negative rate 2.5% [1.1%, 5.7%] over 24 h ending 2026-03-02T20:05:00Z, "
+        "negative rate 2.5% [1.1%, 5.7%] over 24 h ending 2026-03-02T20:04:00Z, "
         "5/200 turns served > 2%"
     )
-    assert r.job_id == uuid5(JOB_NAMESPACE, f"negative_rate/a/{at(605).isoformat()}")
+    assert r.job_id == uuid5(JOB_NAMESPACE, f"negative_rate/a/{at(604).isoformat()}")
     # a burst of duplicates of every negative, and more negatives: still the same crossing
     await handle(svc, negatives * 5 + [down("a", i, at(620 + i)) for i in range(10, 20)])
     assert len(requests_on(bus)) == 1
@@ -285,7 +286,7 @@ async def test_restart_restores_state_without_double_firing(pool: asyncpg.Pool) 
     reqs = requests_on(bus)
     assert len(reqs) == 2
     assert (reqs[1].negatives, reqs[1].turns) == (32, 1002)
-    assert reqs[1].window_end == at(200 + 6 * 60)
+    assert reqs[1].window_end == at(199 + 6 * 60)  # the event that fired it
 
 
 async def test_two_instances_alternating_on_one_agent_stay_exact(pool: asyncpg.Pool) -> None:
@@ -500,3 +501,34 @@ async def test_the_window_cache_is_bounded(pool: asyncpg.Pool) -> None:
     await handle(svc, [served("agent-0", 2, at(20))])
     w = svc.window("agent-0")
     assert w is not None and w.totals.turns == 2
+
+
+# --------------------------------------------------------------------------- the exact window
+
+
+async def test_window_is_exact_to_the_millisecond_whatever_the_offset(pool: asyncpg.Pool) -> None:
+    # docs/operations.md#the-window: (t - 24 h, t]. The newest event is 1 s into its 5-min
+    # bucket; a turn 23 h 56 min old was left out when the window was whole buckets.
+    newest = at(5) + timedelta(seconds=1)
+    day = timedelta(days=1)
+    india, brazil = timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-3))
+    older = [
+        served("w", 1, (newest - timedelta(hours=23, minutes=56)).astimezone(india)),
+        served("w", 2, (newest - day + timedelta(milliseconds=1)).astimezone(brazil)),
+        served("w", 3, (newest - day).astimezone(india)),  # exactly 24 h old: out
+        served("w", 4, (newest - day - timedelta(minutes=3)).astimezone(brazil)),  # out
+    ]
+    await handle(make(pool), older)
+    # a restarted monitor (no cache) reads the edge bucket's turns from PostgreSQL
+    svc = make(pool)
+    await handle(svc, [served("w", 5, newest.astimezone(brazil))])
+    w = svc.window("w")
+    assert w is not None and w.bounds() == (newest - day, newest)
+    assert (w.totals.turns, w.totals.served) == (3, 3)  # turns 1, 2 and 5
+    assert await pool.fetchval(
+        "SELECT last_turns FROM monitor_state WHERE agent_id = 'w'") == 3
+    # the same events in one process, newest first: the same count
+    await handle(make(pool), [served("x", 5, newest)] + [
+        served("x", int(e.conversation_id[1:]), e.occurred_at) for e in older])
+    assert await pool.fetchval(
+        "SELECT last_turns FROM monitor_state WHERE agent_id = 'x'") == 3

@@ -41,7 +41,7 @@ QUESTIONS = [
     "As a new employee, how many vacation days do I get?",
 ]
 TABLES = ("events", "negative_cases", "monitor_turns", "monitor_buckets", "triage_cases",
-          "review_queue", "eval_runs", "eval_results", "reeval_jobs")
+          "review_queue", "eval_runs", "eval_results", "reeval_jobs", "dead_letters")
 
 
 def turn(conv: str, n: int, at: datetime, user: str | None = None,
@@ -185,13 +185,21 @@ async def test_prune_deletes_only_what_is_older_than_retention(
         "INSERT INTO reeval_jobs (job_id, agent_id, trigger, reason, request, status,"
         " finished_at) VALUES ($1, 'hr', 'manual', 'old', '{}', 'succeeded', $2)",
         UUID(int=3), datetime.now(UTC) - timedelta(days=400))
+    for n, (age, published) in enumerate([(400, True), (400, False), (1, True)]):
+        # an old published letter goes; an unpublished one (the outbox) and a new one stay
+        await pool.execute(
+            "INSERT INTO dead_letters (letter_id, reason, detail, record_value, source_topic,"
+            " source_partition, source_offset, created_at, published_at)"
+            " VALUES ($1, 'malformed_json', '{}', $2, 't', 0, $3, $4, $5)",
+            UUID(int=100 + n), b'{"comment": "my e-mail is x@y.z"', n,
+            datetime.now(UTC) - timedelta(days=age), datetime.now(UTC) if published else None)
     before = await counts(pool)
 
     retention = RetentionSettings(events_days=90, monitor_turns_days=2, triage_days=90,
                                   results_days=365, batch_rows=2)
     deleted = await prune(pool, retention, now=datetime.now(UTC))
     assert deleted == {
-        "events": 6, "negative_cases": 3,
+        "events": 6, "negative_cases": 3, "dead_letters": 1,
         # c-old's turns are 3 days before the agent's newest event (event time); 2 buckets
         "monitor_turns": 3, "monitor_buckets": 1,
         "triage_cases": 3, "review_queue": 2,
@@ -215,9 +223,9 @@ async def test_prune_command_prints_counts_per_table(pool: asyncpg.Pool, db_dsn:
         env={"EVALLOOP_POSTGRES__DSN": db_dsn, "EVALLOOP_RETENTION__EVENTS_DAYS": "90"})
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"deleted": {
-        "events": 0, "negative_cases": 0, "monitor_turns": 0, "monitor_buckets": 0,
-        "triage_cases": 0, "review_queue": 0, "eval_runs": 0, "eval_results": 0,
-        "reeval_jobs": 0}}
+        "events": 0, "negative_cases": 0, "dead_letters": 0, "monitor_turns": 0,
+        "monitor_buckets": 0, "triage_cases": 0, "review_queue": 0, "eval_runs": 0,
+        "eval_results": 0, "reeval_jobs": 0}}
 
 
 # ------------------------------------------------------------------ redaction at ingest

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 
 import asyncpg
+import pytest
 import uvicorn
 from aiokafka import AIOKafkaConsumer
 from typer.testing import CliRunner
@@ -126,9 +127,10 @@ def test_replay_refuses_unknown_agents() -> None:
     assert "unknown agent(s) ['nobody']" in result.output
 
 
-def test_unreachable_ingest_exits_3_with_one_line() -> None:
+def test_unreachable_ingest_exits_3_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     from runner_fake_agent import free_port
 
+    monkeypatch.setenv("EVALLOOP_API_KEY", "a-key-nobody-checks")  # ingest is not even up
     result = CliRunner().invoke(app, ["replay", "--ingest-url",
                                       f"http://127.0.0.1:{free_port()}", "--limit", "5"])
     assert result.exit_code == 3

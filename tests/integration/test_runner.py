@@ -1,6 +1,7 @@
 """The runner against a real local HTTP server (our fake at the agent port): every response
 format, retries, timeouts, 5xx, unreachable, malformed bodies, auth headers, bounded concurrency;
-and the shipped HR set pinned like seed 003's own tests (reference responses pass every gate,
+and the shipped HR set pinned as the HR agent eval framework pins them
+(``docs/rules.md#refusal-and-escalation-gates``; reference responses pass every gate,
 the recorded a003 failure trips it)."""
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ async def test_invalid_arguments() -> None:
 
 
 async def test_shipped_reference_responses_pass_every_gate() -> None:
-    """seed 003: "the shipped reference responses pass every gate"."""
+    """The shipped reference responses pass every gate."""
     run = await run_eval(HR.cases, load_responses_file([bundled_evals("reference-responses.json")]))
     s = run.summary
     assert (s.total, s.passed, s.failed_gate, s.unscored, s.gate_failed) == (36, 36, 0, 0, False)
@@ -185,7 +186,7 @@ async def test_shipped_reference_responses_pass_every_gate() -> None:
 
 
 async def test_recorded_a003_failure_trips_the_gate() -> None:
-    """seed 003: "the recorded a003 failure trips it"."""
+    """The recorded a003 failure trips it."""
     canned = load_responses_file([bundled_evals("reference-responses.json"),
                                   bundled_evals("recorded-failure-a003.json")])
     run = await run_eval(HR.cases, canned)

@@ -204,10 +204,13 @@ def test_json_prints_the_run_summary_as_one_object(tmp_path: Path) -> None:
     assert doc["results_file"].startswith(str(tmp_path))
 
 
-def test_unreachable_database_for_storing_exits_3(tmp_path: Path) -> None:
+def test_unreachable_database_for_storing_exits_3(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # a DSN with a password comes from the environment (--db with one is refused: ps shows it)
     dsn = f"postgresql://u:p@127.0.0.1:{free_port()}/evalloop"
+    monkeypatch.setenv("EVALLOOP_POSTGRES__DSN", dsn)
     code, _, err = _eval(tmp_path, "--responses-file", str(REFERENCE_FILE), "--category",
-                           "adversarial", "--db", dsn)
+                           "adversarial")
     assert code == 3
     assert err.startswith("error: ") and len(err.splitlines()) == 1
     assert "127.0.0.1" in err and "u:***@" in err

@@ -9,13 +9,14 @@ import uuid
 
 import asyncpg
 from faststream import TestApp
+from kafka_lag import wait_caught_up
 from test_triage import all_cases
 
 from evalloop.adapters.bus import Record
 from evalloop.adapters.kafka import KafkaBus, build_broker, subscribe_batch
 from evalloop.events import CandidateProposed, dump_event
 from evalloop.settings import Settings, TriageSettings
-from evalloop.topics import Topics
+from evalloop.topics import GROUP_TRIAGE, Topics
 from services.triage.app import build_app
 
 WAIT_S = 90.0  # bound on delivery on a loaded 2-core machine (not a timing assertion)
@@ -36,7 +37,8 @@ async def test_negative_cases_over_kafka_become_proposed_candidates(
             six.set()
 
     listener = build_broker(cfg.kafka)
-    subscribe_batch(listener, topics.candidate_proposed, f"g-{uuid.uuid4().hex}", collect)
+    group = f"g-{uuid.uuid4().hex}"
+    subscribe_batch(listener, topics.candidate_proposed, group, collect)
     producer = build_broker(cfg.kafka)
     cases = all_cases()
     async with TestApp(build_app(cfg)):
@@ -48,7 +50,12 @@ async def test_negative_cases_over_kafka_become_proposed_candidates(
             await bus.publish_batch(topics.feedback_negative, items)
             await asyncio.wait_for(six.wait(), WAIT_S)
             await bus.publish_batch(topics.feedback_negative, items)  # sent again
-            await asyncio.sleep(3.0)  # a wrong second announcement would arrive meanwhile
+            # no wrong second announcement: triage handled the re-sent cases, and the
+            # listener consumed every announcement published
+            await wait_caught_up(cfg.kafka.bootstrap, [
+                (topics.feedback_negative, [GROUP_TRIAGE]),
+                (topics.candidate_proposed, [group]),
+            ], WAIT_S)
         finally:
             await producer.stop()
             await listener.stop()

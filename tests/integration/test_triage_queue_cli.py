@@ -47,7 +47,7 @@ async def test_queue_list_by_cluster_table_json_and_filters(
     assert set(rows[0]) == {
         "agent_id", "cluster_id", "cluster_label", "cluster_size", "covered", "candidate_id",
         "question", "answer_given", "expected_answer", "confidence", "evidence_count", "status",
-        "proposed_at"}
+        "proposed_at", "expected_answer_source", "explanation", "row_version"}
     clusters = [(r["cluster_label"], r["cluster_size"], r["covered"]) for r in rows]
     assert clusters == [
         ("cancelled, flight, refund, explain", 6, False),

@@ -41,7 +41,7 @@ def test_server_properties_single_node_static_quorum(tmp_path: Path) -> None:
     assert props["group.initial.rebalance.delay.ms"] == "0"
     assert props["log.cleaner.dedupe.buffer.size"] == str(8 * 1024 * 1024)
     assert props["log.dirs"] == str(tmp_path / "data")
-    assert "controller.quorum.bootstrap.servers" not in props  # never both (NOTES.md)
+    assert "controller.quorum.bootstrap.servers" not in props  # never both (docs/local-servers.md)
 
 
 def test_state_round_trips_and_stop_without_state_is_a_no_op(tmp_path: Path) -> None:

@@ -120,7 +120,9 @@ def test_up_with_an_unknown_service_is_usage_error_2() -> None:
     out = _evalloop("up", "--service", "nothing", env={"EVALLOOP_KAFKA__BOOTSTRAP": "127.0.0.1:9"})
     assert out.returncode == 2
     text = " ".join(out.stderr.replace("│", " ").split())
-    assert "expected one of ingest, recorder, monitor, triage, evaluator, retention; got 'nothing'" in text
+    expected = ("expected one of ingest, recorder, monitor, triage, evaluator, retention, web; "
+                "got 'nothing'")
+    assert expected in text
 
 
 def test_up_with_an_unreachable_broker_is_infrastructure_3() -> None:

@@ -1,4 +1,4 @@
-"""Eval cases: seed 003 YAML and seed 004 golden-set JSON into one model; strict errors that name
+"""Eval cases: eval set YAML and golden-set JSON into one model; strict errors that name
 file, case and field; lossless export/import."""
 
 from __future__ import annotations

@@ -19,6 +19,15 @@ def _flags(case: EvalCase, text: str) -> dict[str, str]:
     return {f.name: f.detail for f in score_response(case, text).flags}
 
 
+def test_an_empty_answer_is_an_agent_error_not_a_flagged_pass() -> None:
+    """No text is never scored (``docs/rules.md#endpoint-contract``): the case fails as an
+    agent error of kind ``no_text`` instead of passing with a ``response_empty`` flag."""
+    for text in ("", "  \n\t "):
+        r = score_response(ROUTINE, text)
+        assert (r.status, r.error.kind if r.error else None, r.flags) == (
+            CaseStatus.AGENT_ERROR, "no_text", [])
+
+
 def test_clean_answer_has_no_flags_and_needs_no_review() -> None:
     r = score_response(ROUTINE, LONG_ANSWER)
     assert (r.status, r.flags, r.requires_human_review, r.review_reasons) == (
@@ -28,7 +37,6 @@ def test_clean_answer_has_no_flags_and_needs_no_review() -> None:
 @pytest.mark.parametrize(
     ("text", "flag", "detail"),
     [
-        ("", "response_empty", "no text in the response"),
         ("Fourteen days.", "response_very_short", "2 words"),
         (" ".join(["word"] * 401) + ".", "response_very_long", "401 words"),
         ("Staff at Grade N1 to N3 with less than ten years of service get fourteen working "

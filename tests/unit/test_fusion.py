@@ -1,4 +1,4 @@
-"""Signal fusion (core/fusion.py): every rule of DESIGN.md "Negative cases", with exact values."""
+"""Signal fusion (core/fusion.py): every rule of docs/rules.md#negative-cases, with exact values."""
 
 from __future__ import annotations
 

@@ -12,7 +12,12 @@ import pytest
 
 from evalloop.core.fusion import FusionWeights, classify
 from evalloop.core.trigger import TriggerConfig, TriggerState, step
-from evalloop.core.window import AgentWindow, TurnLedger, bucket_start, turn_flags
+from evalloop.core.window import (
+    TurnLedger,
+    WindowReplay,
+    bucket_start,
+    turn_flags,
+)
 from evalloop.events import AgentResponse, UserRating
 from evalloop.replay.corpus import load_sample
 from evalloop.replay.schedule import (
@@ -55,8 +60,8 @@ def simulate_monitor(
         sig = classify(e, weights)  # type: ignore[arg-type]
         return sig is not None and sig.negative
 
-    ledger = TurnLedger({})
-    windows: dict[str, AgentWindow] = {}
+    replay = WindowReplay(window_s=m.window_s, bucket_s=m.bucket_s)
+    ledger = replay.ledger
     states: dict[str, TriggerState] = collections.defaultdict(TriggerState)
     fires: dict[str, list[datetime]] = collections.defaultdict(list)
     peaks: dict[str, float] = collections.defaultdict(float)
@@ -65,10 +70,7 @@ def simulate_monitor(
         flags = turn_flags(e, m.bucket_s, negative)
         if flags is None:
             continue
-        w = windows.setdefault(e.agent_id, AgentWindow(window_s=m.window_s, bucket_s=m.bucket_s))
-        w.advance(e.occurred_at)
-        for b, d in ledger.observe((e.agent_id, e.conversation_id, e.turn_id), flags):
-            w.add(b, d)
+        w = replay.observe((e.agent_id, e.conversation_id, e.turn_id), flags, e.occurred_at)
         t = w.totals
         assert w.newest is not None
         if t.turns >= m.min_turns:

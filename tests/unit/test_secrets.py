@@ -124,3 +124,12 @@ def test_kafka_sasl_needs_credentials_and_refuses_defaults_off_loopback() -> Non
     local = KafkaSettings(bootstrap="127.0.0.1:9093", security_protocol="SASL_PLAINTEXT",
                           sasl_mechanism="PLAIN", sasl_username="u", sasl_password="kafka-secret")
     assert local.sasl_mechanism == "PLAIN"
+
+
+def test_settings_reprs_hide_the_dsn_and_passwords() -> None:
+    from evalloop.settings import Settings
+
+    s = Settings(postgres=PostgresSettings(dsn="postgresql://a:Xk29-unique-Pw@db/x"),
+                 kafka=KafkaSettings(security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                                     sasl_username="u", sasl_password="Zq81-unique-Pw"))
+    assert "Xk29" not in repr(s) and "Zq81" not in repr(s) and "Zq81" not in str(s)

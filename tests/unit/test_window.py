@@ -24,6 +24,7 @@ from evalloop.events import AgentChanged, AgentResponse, Escalation, UserRating
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 B = 300  # bucket width, s
 DAY = 24 * 3600
+DAY_TD = timedelta(seconds=DAY)
 
 
 def at(minutes: float) -> datetime:
@@ -108,11 +109,12 @@ def _common(minutes: float, turn: str = "t1") -> dict:  # type: ignore[type-arg]
 
 
 def test_turn_flags_per_event_type() -> None:
-    assert _flags(AgentResponse(**_common(1))) == TurnFlags(served_bucket=T0)
+    assert _flags(AgentResponse(**_common(1))) == TurnFlags(served_bucket=T0, served_at=at(1))
     assert _flags(UserRating(**_common(7), thumbs="down")) == TurnFlags(
-        signal_bucket=at(5), negative=True
+        signal_bucket=at(5), negative=True, signal_at=at(7)
     )
-    assert _flags(UserRating(**_common(7), thumbs="up")) == TurnFlags(signal_bucket=at(5))
+    assert _flags(UserRating(**_common(7), thumbs="up")) == TurnFlags(
+        signal_bucket=at(5), signal_at=at(7))
     # a user asking for a human is not by itself a failure (DESIGN.md)
     assert _flags(Escalation(**_common(7), requested_by="user")).negative is False
     assert _flags(Escalation(**_common(7), requested_by="agent")).negative is True
@@ -179,24 +181,73 @@ def test_window_ends_at_the_newest_event_and_drops_old_buckets() -> None:
     w = AgentWindow(window_s=DAY, bucket_s=B)
     assert w.report() is None
     w.advance(at(2))
-    w.add(T0, BucketCounts(10, 1, 1, 10))
-    assert w.bounds() == (at(5) - timedelta(days=1), at(5))
-    w.advance(at(60 * 24 - 1))  # 23:59 later: T0's bucket still inside
-    w.add(at(60 * 24 - 5), BucketCounts(5, 0, 0, 5))
+    early, late = BucketCounts(9, 1, 1, 9), BucketCounts(1, 0, 0, 1)
+    w.add(T0, early, at(0.5))
+    w.add(T0, late, at(3))
+    assert w.bounds() == (at(2) - timedelta(days=1), at(2))
+    w.advance(at(60 * 24 - 1))  # 23:59 later: T0's bucket still wholly inside
+    w.add(at(60 * 24 - 5), BucketCounts(5, 0, 0, 5), at(60 * 24 - 2))
     assert w.totals == BucketCounts(15, 1, 1, 15)
-    w.advance(at(60 * 24 + 1))  # the window slid past T0's bucket
+    w.advance(at(60 * 24 + 1))  # the start (at 1 min) cuts T0's bucket: known only as a sum
+    assert (w.edge_needed, w.totals) == (T0, BucketCounts(15, 1, 1, 15))
+    w.set_edge(T0, [(at(0.5), early), (at(3), late)])  # its turns, as the store has them
+    assert (w.edge_needed, w.totals) == (None, BucketCounts(6, 0, 0, 6))
+    w.advance(at(60 * 24 + 3))  # a turn exactly 24 h old is out: the window is (t - 24 h, t]
+    assert w.totals == BucketCounts(5, 0, 0, 5)
+    w.advance(at(60 * 24 + 5))  # the start reaches the next bucket: T0's is gone
     assert w.totals == BucketCounts(5, 0, 0, 5)
     assert len(w) == 1
 
 
-def test_window_late_event_counts_in_its_own_bucket_only_if_inside() -> None:
+def test_window_late_event_counts_only_if_inside() -> None:
     w = AgentWindow(window_s=DAY, bucket_s=B)
     w.advance(at(60 * 30))  # newest event: 30 h after T0
-    w.add(at(60 * 29), BucketCounts(0, 1, 1, 1))  # 1 h late: inside
-    w.add(at(60 * 2), BucketCounts(0, 1, 1, 1))  # 28 h late: before the window, ignored
+    w.add(at(60 * 29), BucketCounts(0, 1, 1, 1), at(60 * 29 + 1))  # 1 h late: inside
+    w.add(at(60 * 2), BucketCounts(0, 1, 1, 1), at(60 * 2))  # 28 h late: before, ignored
+    w.add(at(60 * 6 - 5), BucketCounts(0, 1, 1, 1), at(60 * 6 - 1))  # 24 h 1 min: ignored
     w.advance(at(60 * 20))  # an older event does not move the end back
-    assert w.bounds() == (at(60 * 6 + 5), at(60 * 30 + 5))
+    assert w.bounds() == (at(60 * 6), at(60 * 30))
     assert w.totals == BucketCounts(0, 1, 1, 1)
+
+
+def _fold(w: AgentWindow, ledger: TurnLedger, events: list[AgentResponse]) -> None:
+    for e in events:
+        flags = _flags(e)
+        assert flags is not None
+        w.advance(e.occurred_at)
+        for c in ledger.observe_exact((e.agent_id, e.conversation_id, e.turn_id), flags):
+            w.add(*c)
+
+
+def test_exact_window_counts_a_turn_23h56m_old_when_the_newest_is_1s_into_its_bucket() -> None:
+    # The newest event is 1 s into its 5-min bucket; whole buckets left out a turn 23 h 56 min
+    # old (its bucket started before the first whole bucket of the window).
+    newest = at(5) + timedelta(seconds=1)
+    india, brazil = timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-3))
+
+    def served(turn: str, t: datetime) -> AgentResponse:
+        return AgentResponse(**{**_common(0, turn), "occurred_at": t})
+
+    events = [
+        served("old", (newest - timedelta(hours=23, minutes=56)).astimezone(india)),
+        served("edge-in", (newest - DAY_TD + timedelta(milliseconds=1)).astimezone(brazil)),
+        served("edge-out", (newest - DAY_TD).astimezone(india)),
+        served("newest", newest.astimezone(brazil)),
+    ]
+    w, ledger = AgentWindow(window_s=DAY, bucket_s=B), TurnLedger(previous={})
+    _fold(w, ledger, events[3:] + events[:3])  # the newest first, the others late
+    assert w.bounds() == (newest - DAY_TD, newest)
+    assert w.totals == BucketCounts(3, 0, 0, 3)  # old, edge-in (1 ms inside), newest
+    assert w.edge_needed is None
+
+    # The same turns folded before the edge reached their bucket (in time order): the bucket
+    # is then known only as a sum (4 turns) until its owner supplies its turns.
+    w2, ledger2 = AgentWindow(window_s=DAY, bucket_s=B), TurnLedger(previous={})
+    _fold(w2, ledger2, events)
+    assert (w2.edge_needed, w2.totals.turns) == (at(5) - DAY_TD, 4)
+    w2.set_edge(w2.edge_needed, [(f.time, f.counts()) for f in ledger2.current.values()
+                                 if f.bucket == w2.edge_needed])
+    assert w2.totals == BucketCounts(3, 0, 0, 3)
 
 
 def test_window_report_and_denominators() -> None:
@@ -211,7 +262,7 @@ def test_window_report_and_denominators() -> None:
     assert r is not None
     assert (r.denominator, r.negatives, r.turns, r.served) == ("agent_response", 3, 1000, 1000)
     assert r.describe(0.02) == (
-        "negative rate 0.3% [0.1%, 0.9%] over 24 h ending 2026-03-02T10:05:00Z, "
+        "negative rate 0.3% [0.1%, 0.9%] over 24 h ending 2026-03-02T10:01:00Z, "
         "3/1000 turns served <= 2%"
     )
 

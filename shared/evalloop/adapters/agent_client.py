@@ -44,6 +44,7 @@ from evalloop.core.evaluation.extract import (
     looks_like_html,
 )
 from evalloop.core.evaluation.results import AgentFailure, FailureKind
+from evalloop.core.redaction import redact_text
 from evalloop.errors import AgentError
 
 __all__ = ["MAX_BODY_BYTES", "AgentCallError", "AgentClient", "AgentReply", "parse_header",
@@ -325,10 +326,12 @@ class AgentClient:
             raise _AttemptFailed("timeout", f"{type(exc).__name__} after {self.timeout_s:g} s",
                                  retryable=True) from exc
         except httpx.ConnectError as exc:
-            raise _AttemptFailed("unreachable", f"ConnectError: {exc}", retryable=True) from exc
+            raise _AttemptFailed("unreachable", f"ConnectError: {redact_text(str(exc))}",
+                                 retryable=True) from exc
         except (httpx.ReadError, httpx.WriteError, httpx.CloseError,
                 httpx.RemoteProtocolError) as exc:
-            raise _AttemptFailed("connection_lost", f"{type(exc).__name__}: {exc}",
+            raise _AttemptFailed("connection_lost",
+                                 f"{type(exc).__name__}: {redact_text(str(exc))}",
                                  retryable=True) from exc
         except httpx.UnsupportedProtocol as exc:
             raise _AttemptFailed("unsupported_url", f"{self.endpoint!r}: expected an http:// "
@@ -339,7 +342,8 @@ class AgentClient:
             raise _AttemptFailed("bad_content_encoding", f"body does not match its "
                                                          f"Content-Encoding: {exc}") from exc
         except (httpx.HTTPError, httpx.StreamError, OSError) as exc:
-            raise _AttemptFailed("transport_error", f"{type(exc).__name__}: {exc}") from exc
+            raise _AttemptFailed("transport_error",
+                                 f"{type(exc).__name__}: {redact_text(str(exc))}") from exc
         ctype = headers.get("content-type")
         if status < 300:
             return body, ctype, status

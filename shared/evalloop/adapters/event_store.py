@@ -1,12 +1,12 @@
 """Repository of feedback events and negative cases (PostgreSQL, tables of migration 0001).
 
-Every write here is idempotent, so a redelivered batch changes nothing (DESIGN.md, "Storage"):
-events are keyed by ``event_id`` (``ON CONFLICT DO NOTHING``), negative cases by their turn
-(``ON CONFLICT ... DO UPDATE ... WHERE`` something changed). Events are bulk-inserted by COPY
-into a temporary staging table and one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``;
-negative cases are sent as whole columns (``unnest`` of arrays). Payloads travel as JSON text
-cast to ``jsonb`` by the server, which spares the per-row Python jsonb codec. asyncpg errors
-become :class:`evalloop.errors.StorageError`.
+Every write here is idempotent, so a redelivered batch changes nothing
+(``docs/operations.md#the-recorded-stream``): events are keyed by ``event_id`` (``ON CONFLICT DO
+NOTHING``), negative cases by their turn (``ON CONFLICT ... DO UPDATE ... WHERE`` something
+changed). Events are bulk-inserted by COPY into a temporary staging table and one ``INSERT ...
+SELECT ... ON CONFLICT DO NOTHING``; negative cases are sent as whole columns (``unnest`` of
+arrays). Payloads travel as JSON text cast to ``jsonb`` by the server, which spares the per-row
+Python jsonb codec. asyncpg errors become :class:`evalloop.errors.StorageError`.
 """
 
 from __future__ import annotations

@@ -42,17 +42,23 @@ __all__ = [
     "AgentRecord",
     "GoldenVersion",
     "ImportOutcome",
+    "RunRow",
     "content_hash",
     "diff_cases",
     "get_agent",
     "get_golden_version",
     "import_golden_set",
+    "known_agent_ids",
+    "latest_cases",
     "list_agents",
+    "list_eval_runs",
     "list_golden_versions",
+    "load_cases_on",
     "load_eval_run",
     "load_golden_cases",
     "save_eval_run",
     "start_eval_run",
+    "store_version",
     "upsert_agent",
 ]
 
@@ -186,6 +192,11 @@ async def _cases_of(conn: asyncpg.Connection, version_id: UUID) -> tuple[EvalCas
     return tuple(_case(r) for r in rows)
 
 
+async def load_cases_on(conn: asyncpg.Connection, version_id: UUID) -> tuple[EvalCase, ...]:
+    """The cases of one version, in file order, read on the caller's connection."""
+    return await _cases_of(conn, version_id)
+
+
 async def import_golden_set(pool: asyncpg.Pool, eval_set: EvalSet, *, agent_id: str,
                             golden_set_id: str | None = None, created_by: str | None = None,
                             source: str | None = None) -> ImportOutcome:
@@ -207,43 +218,79 @@ async def import_golden_set(pool: asyncpg.Pool, eval_set: EvalSet, *, agent_id: 
         StorageError: PostgreSQL failed.
     """
     set_id = golden_set_id or eval_set.set_id
-    digest = content_hash(eval_set.cases)
     with storage_errors(f"importing golden set {agent_id}/{set_id}"):
         async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "INSERT INTO golden_sets (agent_id, golden_set_id) VALUES ($1, $2) "
-                "ON CONFLICT DO NOTHING", agent_id, set_id)
-            latest = await conn.fetchval(
-                "SELECT latest_version FROM golden_sets WHERE agent_id = $1 "
-                "AND golden_set_id = $2 FOR UPDATE", agent_id, set_id)
-            parent = await conn.fetchrow(
-                f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE agent_id = $1 "
-                "AND golden_set_id = $2 AND version = $3", agent_id, set_id, latest)
-            if parent is not None and parent["content_hash"] == digest:
-                return ImportOutcome(_version(parent), created=False)
-            old_cases = await _cases_of(conn, parent["version_id"]) if parent else ()
-            diff = diff_cases(old_cases, eval_set.cases)
-            row = await conn.fetchrow(
-                f"INSERT INTO golden_set_versions ({_VERSION_COLS}) "
-                "VALUES ($1, $2, $3, $4, $5, now(), $6, $7, $8, $9, $10) "
-                f"RETURNING {_VERSION_COLS}",
-                uuid4(), agent_id, set_id, latest + 1,
-                parent["version_id"] if parent else None, created_by,
-                source or eval_set.source, diff, digest, len(eval_set.cases))
-            assert row is not None
-            await conn.copy_records_to_table(
-                "golden_cases", columns=[
-                    "version_id", "case_id", "position", "question", "expected_answer",
-                    "context_chunks", "tags", "difficulty", "should_refuse", "should_escalate",
-                    "category", "expected_behavior", "notes", "created_by", "created_at"],
-                records=[(row["version_id"], c.id, i, c.input, c.expected_answer,
-                          list(c.context_chunks), list(c.tags), c.difficulty, c.should_refuse,
-                          c.should_escalate, c.category, c.expected_behavior, c.notes,
-                          c.created_by, c.created_at) for i, c in enumerate(eval_set.cases)])
-            await conn.execute(
-                "UPDATE golden_sets SET latest_version = $3 WHERE agent_id = $1 "
-                "AND golden_set_id = $2", agent_id, set_id, latest + 1)
-            return ImportOutcome(_version(row), created=True)
+            return await store_version(conn, agent_id=agent_id, golden_set_id=set_id,
+                                       cases=eval_set.cases, created_by=created_by,
+                                       source=source or eval_set.source)
+
+
+async def latest_cases(conn: asyncpg.Connection, agent_id: str, golden_set_id: str, *,
+                       lock: bool = False) -> tuple[GoldenVersion | None, tuple[EvalCase, ...]]:
+    """The latest version of a set and its cases (``(None, ())`` when the set has none).
+
+    Args:
+        conn: a connection; with ``lock=True`` it must be in a transaction, and the set's row
+            stays locked until it ends (the caller will add a version).
+    """
+    if lock:
+        await conn.execute(
+            "INSERT INTO golden_sets (agent_id, golden_set_id) VALUES ($1, $2) "
+            "ON CONFLICT DO NOTHING", agent_id, golden_set_id)
+    latest = await conn.fetchval(
+        "SELECT latest_version FROM golden_sets WHERE agent_id = $1 AND golden_set_id = $2"
+        + (" FOR UPDATE" if lock else ""), agent_id, golden_set_id)
+    if not latest:
+        return None, ()
+    row = await conn.fetchrow(
+        f"SELECT {_VERSION_COLS} FROM golden_set_versions WHERE agent_id = $1 "
+        "AND golden_set_id = $2 AND version = $3", agent_id, golden_set_id, latest)
+    if row is None:
+        return None, ()
+    return _version(row), await _cases_of(conn, row["version_id"])
+
+
+async def store_version(conn: asyncpg.Connection, *, agent_id: str, golden_set_id: str,
+                        cases: tuple[EvalCase, ...] | list[EvalCase],
+                        created_by: str | None = None, source: str | None = None
+                        ) -> ImportOutcome:
+    """Store ``cases`` as the next version of a set, inside the caller's transaction.
+
+    Takes the set's row lock (versions stay gap-free under concurrent writers); the parent is
+    the latest version and the diff is taken against it. Content identical to the latest
+    version stores nothing (``created=False``). Used by :func:`import_golden_set` and by the
+    review store (confirm, retire: ``docs/review.md``).
+
+    Raises:
+        Exception: the driver's errors (``postgres.DRIVER_ERRORS``), unmapped: the caller maps
+            them (it owns the transaction).
+    """
+    digest = content_hash(cases)
+    parent, old_cases = await latest_cases(conn, agent_id, golden_set_id, lock=True)
+    if parent is not None and parent.content_hash == digest:
+        return ImportOutcome(parent, created=False)
+    diff = diff_cases(old_cases, cases)
+    number = parent.version + 1 if parent else 1
+    row = await conn.fetchrow(
+        f"INSERT INTO golden_set_versions ({_VERSION_COLS}) "
+        "VALUES ($1, $2, $3, $4, $5, now(), $6, $7, $8, $9, $10) "
+        f"RETURNING {_VERSION_COLS}",
+        uuid4(), agent_id, golden_set_id, number,
+        parent.version_id if parent else None, created_by, source, diff, digest, len(cases))
+    assert row is not None
+    await conn.copy_records_to_table(
+        "golden_cases", columns=[
+            "version_id", "case_id", "position", "question", "expected_answer",
+            "context_chunks", "tags", "difficulty", "should_refuse", "should_escalate",
+            "category", "expected_behavior", "notes", "created_by", "created_at"],
+        records=[(row["version_id"], c.id, i, c.input, c.expected_answer,
+                  list(c.context_chunks), list(c.tags), c.difficulty, c.should_refuse,
+                  c.should_escalate, c.category, c.expected_behavior, c.notes,
+                  c.created_by, c.created_at) for i, c in enumerate(cases)])
+    await conn.execute(
+        "UPDATE golden_sets SET latest_version = $3 WHERE agent_id = $1 "
+        "AND golden_set_id = $2", agent_id, golden_set_id, number)
+    return ImportOutcome(_version(row), created=True)
 
 
 async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None
@@ -471,3 +518,69 @@ async def list_agents(pool: asyncpg.Pool) -> list[AgentRecord]:
     with storage_errors("listing agents"):
         rows = await pool.fetch("SELECT * FROM agents ORDER BY agent_id")
     return [AgentRecord(**dict(r)) for r in rows]
+
+
+# --------------------------------------------------------------------------- web app reads
+
+
+async def known_agent_ids(pool: asyncpg.Pool) -> list[str]:
+    """Every agent id any store knows (monitor, triage, golden sets, runs, the registry),
+    sorted.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with storage_errors("listing agents"):
+        rows = await pool.fetch(
+            """
+            SELECT agent_id FROM monitor_state UNION SELECT agent_id FROM clusters
+            UNION SELECT agent_id FROM review_queue UNION SELECT agent_id FROM golden_sets
+            UNION SELECT agent_id FROM eval_runs WHERE agent_id IS NOT NULL
+            UNION SELECT agent_id FROM agents ORDER BY 1
+            """)
+    return [r["agent_id"] for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One evaluation run as a list shows it (times UTC).
+
+    Attributes:
+        run_id, job_id: the run and the re-evaluation job that started it (``None`` by hand).
+        status: running, passed, failed or error.
+        golden_version: the golden-set version number it ran (``None`` for a file).
+        summary: the run's ``RunSummary`` as JSON (``None`` while running).
+        review_cases: cases marked ``requires_human_review``.
+    """
+
+    run_id: UUID
+    job_id: UUID | None
+    agent_id: str | None
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    golden_set_id: str | None
+    golden_version: int | None
+    summary: dict[str, Any] | None
+    review_cases: int
+    error: str | None
+
+
+async def list_eval_runs(pool: asyncpg.Pool, agent_id: str, limit: int = 100) -> list[RunRow]:
+    """The newest ``limit`` runs of ``agent_id``, newest first.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with storage_errors(f"listing runs of {agent_id}"):
+        rows = await pool.fetch(
+            """
+            SELECT r.run_id, r.job_id, r.agent_id, r.status, r.started_at, r.finished_at,
+                   v.golden_set_id, v.version AS golden_version, r.summary, r.error,
+                   (SELECT count(*) FROM eval_results e WHERE e.run_id = r.run_id
+                      AND e.requires_human_review)::int AS review_cases
+            FROM eval_runs r
+            LEFT JOIN golden_set_versions v ON v.version_id = r.golden_set_version_id
+            WHERE r.agent_id = $1 ORDER BY r.started_at DESC, r.run_id LIMIT $2
+            """, agent_id, limit)
+    return [RunRow(**dict(r)) for r in rows]

@@ -4,7 +4,7 @@ Used by ``deploy/kafka.py`` (the command line), ``tests/conftest.py`` (a broker 
 and ``.ci/run``. Only the standard library and aiokafka are imported, so the script runs wherever
 evalloop is installed.
 
-Steps (NOTES.md, "Apache Kafka from Maven Central"):
+Steps (``docs/local-servers.md#kafka-from-maven-central``):
 
 1. :func:`fetch` resolves ``deploy/kafka/pom.xml`` (``org.apache.kafka:kafka_2.13`` plus a log4j2
    SLF4J binding) with ``mvn dependency:copy-dependencies`` into ``<cache>/kafka-<version>/libs``.
@@ -51,8 +51,8 @@ __all__ = [
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "evalloop"
 _STATE = "state.json"
-# NOTES.md: a 512 MB heap is plenty for one test broker; the 128 MB default dedupe buffer is
-# allocated at start, so it is cut to 8 MB.
+# docs/local-servers.md: a 512 MB heap is plenty for one test broker; the 128 MB default dedupe
+# buffer is allocated at start, so it is cut to 8 MB.
 _JVM_OPTS = (
     "-Xms256m",
     "-Xmx512m",
@@ -158,7 +158,7 @@ def _free_port() -> int:
 def _cluster_id() -> str:
     """A random KRaft cluster id (Kafka's ``Uuid`` text form), never starting with ``-``.
 
-    NOTES.md: a leading ``-`` is taken for an option by StorageTool's argument parser.
+    docs/local-servers.md: a leading ``-`` is taken for an option by StorageTool's argument parser.
     """
     while True:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()

@@ -34,9 +34,12 @@ from evalloop.events import ReevalRequested
 from evalloop.settings import MonitorSettings
 
 __all__ = [
+    "AgentSnapshot",
     "AgentState",
     "JobRow",
+    "ReevalMarker",
     "add_bucket_deltas",
+    "agent_snapshots",
     "fetch_turns",
     "insert_jobs",
     "list_jobs",
@@ -45,10 +48,12 @@ __all__ = [
     "lock_weekly_due",
     "mark_published",
     "rate_timeline",
+    "reeval_markers",
     "save_states",
     "set_weekly",
     "storage_errors",
     "transaction",
+    "turns_in_bucket",
     "unpublished_jobs",
     "upsert_turns",
 ]
@@ -177,6 +182,20 @@ async def save_states(conn: asyncpg.Connection, states: Iterable[AgentState]) ->
 # --------------------------------------------------------------------------- turns and buckets
 
 
+_TURN_COLUMNS = "t.agent_id, t.conversation_id, t.turn_id, t.served_bucket, t.signal_bucket," \
+    " t.negative, t.served_at, t.signal_at"
+
+
+def _turns(rows: Iterable[Any]) -> dict[TurnKey, TurnFlags]:
+    return {
+        (r["agent_id"], r["conversation_id"], r["turn_id"]): TurnFlags(
+            served_bucket=r["served_bucket"], signal_bucket=r["signal_bucket"],
+            negative=r["negative"], served_at=r["served_at"], signal_at=r["signal_at"],
+        )
+        for r in rows
+    }
+
+
 async def fetch_turns(
     conn: asyncpg.Connection, keys: Iterable[TurnKey]
 ) -> dict[TurnKey, TurnFlags]:
@@ -185,45 +204,56 @@ async def fetch_turns(
     if not ks:
         return {}
     rows = await conn.fetch(
-        """
-        SELECT t.agent_id, t.conversation_id, t.turn_id, t.served_bucket, t.signal_bucket,
-               t.negative
+        f"""
+        SELECT {_TURN_COLUMNS}
         FROM monitor_turns t
         JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(a, c, u)
           ON t.agent_id = k.a AND t.conversation_id = k.c AND t.turn_id = k.u
         """,
         [k[0] for k in ks], [k[1] for k in ks], [k[2] for k in ks],
     )
-    return {
-        (r["agent_id"], r["conversation_id"], r["turn_id"]): TurnFlags(
-            served_bucket=r["served_bucket"], signal_bucket=r["signal_bucket"],
-            negative=r["negative"],
-        )
-        for r in rows
-    }
+    return _turns(rows)
+
+
+async def turns_in_bucket(
+    conn: asyncpg.Connection, agent_id: str, bucket: datetime
+) -> dict[TurnKey, TurnFlags]:
+    """Stored flags of every turn of ``agent_id`` counted in ``bucket`` (the window's edge
+    bucket, read turn by turn: ``docs/operations.md#the-window``)."""
+    rows = await conn.fetch(
+        f"SELECT {_TURN_COLUMNS} FROM monitor_turns t"
+        " WHERE t.agent_id = $1 AND t.bucket_start = $2",
+        agent_id, bucket,
+    )
+    return _turns(rows)
 
 
 async def upsert_turns(conn: asyncpg.Connection, turns: Mapping[TurnKey, TurnFlags]) -> None:
-    """Store turn flags; on conflict keep the earliest buckets and OR ``negative`` (idempotent:
-    the stored row never loses what it knew)."""
+    """Store turn flags; on conflict keep the earliest buckets and times and OR ``negative``
+    (idempotent: the stored row never loses what it knew)."""
     if not turns:
         return
     items = list(turns.items())
     await conn.execute(
         """
         INSERT INTO monitor_turns AS t
-            (agent_id, conversation_id, turn_id, served_bucket, signal_bucket, negative)
+            (agent_id, conversation_id, turn_id, served_bucket, signal_bucket, negative,
+             served_at, signal_at)
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[],
-                             $5::timestamptz[], $6::bool[])
+                             $5::timestamptz[], $6::bool[], $7::timestamptz[],
+                             $8::timestamptz[])
         ON CONFLICT (agent_id, conversation_id, turn_id) DO UPDATE SET
             served_bucket = LEAST(t.served_bucket, EXCLUDED.served_bucket),
             signal_bucket = LEAST(t.signal_bucket, EXCLUDED.signal_bucket),
             negative = t.negative OR EXCLUDED.negative,
+            served_at = LEAST(t.served_at, EXCLUDED.served_at),
+            signal_at = LEAST(t.signal_at, EXCLUDED.signal_at),
             updated_at = now()
         """,
         [k[0] for k, _ in items], [k[1] for k, _ in items], [k[2] for k, _ in items],
         [f.served_bucket for _, f in items], [f.signal_bucket for _, f in items],
-        [f.negative for _, f in items],
+        [f.negative for _, f in items], [f.served_at for _, f in items],
+        [f.signal_at for _, f in items],
     )
 
 
@@ -447,3 +477,93 @@ async def rate_timeline(
     return rolling_reports(
         buckets, window_s=cfg.window_s, bucket_s=cfg.bucket_s, step_s=step_s, start=start, end=end
     )
+
+
+# --------------------------------------------------------------------------- web app reads
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSnapshot:
+    """An agent's current state as the monitor last saw it (the web app's overview).
+
+    Attributes:
+        agent_id: the agent.
+        phase: ``armed`` or ``fired``; fired_at: last firing (event time, UTC) or ``None``.
+        newest_event_at: the end of the current window (UTC), or ``None``.
+        negatives, turns, rate, denominator: the last window observed (``None`` before the
+            first); ``rate`` ratio 0-1.
+        jobs: re-evaluation jobs ever requested for the agent.
+    """
+
+    agent_id: str
+    phase: str
+    fired_at: datetime | None
+    newest_event_at: datetime | None
+    negatives: int | None
+    turns: int | None
+    rate: float | None
+    denominator: str | None
+    jobs: int
+
+
+async def agent_snapshots(pool: asyncpg.Pool) -> list[AgentSnapshot]:
+    """Every agent the monitor has seen, with its last window, by agent id (agents below the
+    minimum volume included: their rate is stored like any other).
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with storage_errors("reading agent states"):
+        rows = await pool.fetch(
+            """
+            SELECT m.agent_id, m.phase, m.fired_at, m.newest_event_at, m.last_negatives,
+                   m.last_turns, m.last_rate, m.last_denominator,
+                   (SELECT count(*) FROM reeval_jobs j WHERE j.agent_id = m.agent_id)::int AS jobs
+            FROM monitor_state m ORDER BY m.agent_id
+            """
+        )
+    return [AgentSnapshot(r["agent_id"], r["phase"], r["fired_at"], r["newest_event_at"],
+                          r["last_negatives"], r["last_turns"], r["last_rate"],
+                          r["last_denominator"], r["jobs"]) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class ReevalMarker:
+    """A re-evaluation request of one agent, placed on its timeline.
+
+    Attributes:
+        job_id, trigger, reason, status: the job (``reeval_jobs``).
+        requested_at: wall-clock time of the request (UTC).
+        window_end: the event-time end of the window that fired (UTC; ``None`` for triggers
+            without a window, e.g. a weekly sample: place those at ``requested_at``).
+        rate: the window's negative rate (ratio 0-1), ``None`` without a window.
+        run_id: the evaluation run it produced, or ``None`` while it has none.
+    """
+
+    job_id: UUID
+    trigger: str
+    reason: str
+    status: str
+    requested_at: datetime
+    window_end: datetime | None
+    rate: float | None
+    run_id: UUID | None
+
+
+async def reeval_markers(pool: asyncpg.Pool, agent_id: str) -> list[ReevalMarker]:
+    """Every re-evaluation request of ``agent_id``, oldest first, with its run.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with storage_errors("reading re-evaluation requests"):
+        rows = await pool.fetch(
+            """
+            SELECT job_id, trigger, reason, status, requested_at,
+                   (request->>'window_end')::timestamptz AS window_end,
+                   (request->>'rate')::float8 AS rate, run_id
+            FROM reeval_jobs WHERE agent_id = $1 ORDER BY requested_at, seq
+            """,
+            agent_id,
+        )
+    return [ReevalMarker(**dict(r)) for r in rows]

@@ -2,8 +2,8 @@
 
 asyncpg errors are mapped to :class:`evalloop.errors.StorageError` here, by
 :func:`storage_errors`: the one mapping every store uses. The jsonb codec is binary
-so that ``execute``, ``executemany`` and COPY all accept Python dicts/lists (NOTES: "asyncpg +
-jsonb").
+so that ``execute``, ``executemany`` and COPY all accept Python dicts/lists (with no codec,
+asyncpg refuses a dict for a jsonb parameter).
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ def storage_errors(what: str) -> Iterator[None]:
     try:
         yield
     except DRIVER_ERRORS as exc:
-        # secrets never reach an error (docs/security.md#secrets)
         raise StorageError(f"{what} failed: {redact_text(str(exc))}") from exc
 
 
@@ -124,10 +123,8 @@ def _migrate_sync(dsn: str, revision: str) -> None:
         command.upgrade(cfg, revision)
 
 
-async def migrate(dsn: str, revision: str = "heads") -> None:
-    """Apply the Alembic migrations under ``evalloop/migrations`` up to ``revision``
-    (default ``"heads"``: every head, so revisions written in parallel on ``0004`` apply
-    before they are chained).
+async def migrate(dsn: str, revision: str = "head") -> None:
+    """Apply the Alembic migrations under ``evalloop/migrations`` up to ``revision``.
 
     Runs Alembic in a worker thread (its env.py owns an event loop of its own).
 
@@ -170,8 +167,9 @@ def _ident(name: str) -> str:
 def start_embedded(data_dir: Path) -> str:
     """Start (or reuse) the embedded PostgreSQL 18 server in ``data_dir``; return its admin DSN.
 
-    The server keeps running after this process exits (it is reused on the next start, 0.14 s
-    per NOTES). The DSN connects over the Unix socket in ``data_dir``.
+    The server keeps running after this process exits (it is reused on the next start,
+    ``docs/local-servers.md#embedded-postgresql``). The DSN connects over the Unix socket in
+    ``data_dir``.
 
     Raises:
         StorageError: the server could not be initialised or started.

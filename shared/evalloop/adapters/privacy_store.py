@@ -71,6 +71,10 @@ async def prune(
         out["events"] = await _delete_batches(pool, "events", "stored_at < $1", [c], b)
         out["negative_cases"] = await _delete_batches(
             pool, "negative_cases", "updated_at < $1", [c], b)
+        # rejected records keep their text too (published letters only: the outbox keeps
+        # what is still to be published; docs/operations.md#dead-letters)
+        out["dead_letters"] = await _delete_batches(
+            pool, "dead_letters", "created_at < $1 AND published_at IS NOT NULL", [c], b)
     if retention.monitor_turns_days is not None:
         age = timedelta(days=retention.monitor_turns_days)
         for table in ("monitor_turns", "monitor_buckets"):

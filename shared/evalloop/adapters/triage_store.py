@@ -33,10 +33,14 @@ __all__ = [
     "agent_lock",
     "agent_xact_lock",
     "agents_due",
+    "case_chunk_ids",
     "case_details",
+    "case_marks",
+    "cluster_examples",
     "from_bytes",
     "golden_cases",
     "known_cases",
+    "liked_passages",
     "list_clusters",
     "list_queue",
     "load_centroids",
@@ -46,6 +50,7 @@ __all__ = [
     "mark_published",
     "queue_incidents",
     "queue_priors",
+    "rated_answers",
     "replace_clusters",
     "save_agent_state",
     "set_case_clusters",
@@ -56,6 +61,7 @@ __all__ = [
     "upsert_candidates",
     "upsert_cases",
     "upsert_clusters",
+    "withdraw_unselected",
 ]
 
 
@@ -298,6 +304,108 @@ async def case_details(conn: asyncpg.Connection, case_ids: Sequence[UUID]) -> di
     return {r["case_id"]: r for r in rows}
 
 
+# --------------------------------------------------------------------------- ranking evidence
+
+_DIRECTION = """CASE WHEN x.payload->>'score' IS NOT NULL THEN
+                     CASE WHEN (x.payload->>'score')::int <= 2 THEN -1
+                          WHEN (x.payload->>'score')::int >= 4 THEN 1 ELSE 0 END
+                     WHEN x.payload->>'thumbs' = 'down' THEN -1
+                     WHEN x.payload->>'thumbs' = 'up' THEN 1 ELSE 0 END"""
+_LOOSE = "btrim(regexp_replace(lower({}), '[^a-z0-9]+', ' ', 'g'))"
+
+
+async def case_marks(
+    conn: asyncpg.Connection, case_ids: Sequence[UUID]
+) -> dict[UUID, list[tuple[str, dict[str, Any]]]]:
+    """``case_id -> [(event_type, fields)]`` of every evidence event of the given cases, the
+    fields a mark is read from (``evalloop.core.judgements.mark_of``)."""
+    rows = await conn.fetch(
+        """
+        SELECT t.case_id, e.event_type,
+               jsonb_build_object('score', e.payload->'score', 'thumbs', e.payload->'thumbs',
+                                  'severity', e.payload->'severity',
+                                  'requested_by', e.payload->'requested_by',
+                                  'abandoned', e.payload->'abandoned',
+                                  'resolved', e.payload->'resolved') AS fields
+        FROM triage_cases t CROSS JOIN LATERAL unnest(t.evidence_event_ids) AS ev(event_id)
+        JOIN events e ON e.event_id = ev.event_id
+        WHERE t.case_id = ANY($1::uuid[])
+        ORDER BY t.case_id, e.occurred_at, e.event_id
+        """,
+        list(case_ids),
+    )
+    out: dict[UUID, list[tuple[str, dict[str, Any]]]] = {}
+    for r in rows:
+        out.setdefault(r["case_id"], []).append((r["event_type"], r["fields"]))
+    return out
+
+
+async def rated_answers(
+    conn: asyncpg.Connection, agent_id: str, loose_keys: Sequence[str]
+) -> list[Any]:
+    """The agent's answers to questions whose loose form (lower case, non-alphanumerics as one
+    space; ``evalloop.core.expected.loose_question``) is in ``loose_keys``, with their raters'
+    marks: ``event_id, question_key, answer, scores (text[]), thumbs (text[])`` per
+    ``agent_response`` that has ratings."""
+    if not loose_keys:
+        return []
+    return list(await conn.fetch(
+        f"""
+        SELECT r.event_id, {_LOOSE.format("r.payload->>'question'")} AS question_key,
+               r.payload->>'answer' AS answer,
+               array_agg(x.payload->>'score' ORDER BY x.event_id) AS scores,
+               array_agg(x.payload->>'thumbs' ORDER BY x.event_id) AS thumbs
+        FROM events r
+        JOIN events x ON x.agent_id = r.agent_id AND x.conversation_id = r.conversation_id
+             AND x.turn_id = r.turn_id AND x.event_type = 'user_rating'
+        WHERE r.agent_id = $1 AND r.event_type = 'agent_response'
+          AND {_LOOSE.format("r.payload->>'question'")} = ANY($2::text[])
+        GROUP BY r.event_id, r.payload->>'question', r.payload->>'answer'
+        """,
+        agent_id, list(loose_keys),
+    ))
+
+
+async def liked_passages(
+    conn: asyncpg.Connection, agent_id: str, *, limit: int = 20_000
+) -> list[tuple[str, str]]:
+    """``(chunk id, text)`` of every knowledge passage the agent retrieved in a turn whose
+    positive ratings outnumber its negative ones, by id, at most ``limit``."""
+    rows = await conn.fetch(
+        f"""
+        SELECT DISTINCT ON (c->>'id') c->>'id' AS id, c->>'text' AS text
+        FROM events r CROSS JOIN LATERAL jsonb_array_elements(
+                 CASE WHEN jsonb_typeof(r.payload->'context_chunks') = 'array'
+                      THEN r.payload->'context_chunks' ELSE '[]'::jsonb END) AS c
+        WHERE r.agent_id = $1 AND r.event_type = 'agent_response'
+          AND coalesce(c->>'text', '') <> ''
+          AND (SELECT coalesce(sum({_DIRECTION}), 0) FROM events x
+               WHERE x.agent_id = r.agent_id AND x.conversation_id = r.conversation_id
+                 AND x.turn_id = r.turn_id AND x.event_type = 'user_rating') > 0
+        ORDER BY c->>'id', r.event_id
+        LIMIT $2
+        """,
+        agent_id, limit,
+    )
+    return [(r["id"], r["text"]) for r in rows]
+
+
+async def case_chunk_ids(conn: asyncpg.Connection, case_ids: Sequence[UUID]
+                         ) -> dict[UUID, set[str]]:
+    """``case_id -> ids of the passages the agent retrieved for that turn``."""
+    rows = await conn.fetch(
+        """
+        SELECT n.case_id, array_agg(c->>'id') AS ids
+        FROM negative_cases n CROSS JOIN LATERAL jsonb_array_elements(
+                 CASE WHEN jsonb_typeof(n.context_chunks) = 'array' THEN n.context_chunks
+                      ELSE '[]'::jsonb END) AS c
+        WHERE n.case_id = ANY($1::uuid[]) GROUP BY n.case_id
+        """,
+        list(case_ids),
+    )
+    return {r["case_id"]: {i for i in r["ids"] if i} for r in rows}
+
+
 # --------------------------------------------------------------------------- clusters / state
 
 
@@ -481,6 +589,10 @@ class QueueRow:
     confidence: float
     confidence_parts: dict[str, float]
     question_embedding: np.ndarray | None
+    expected_answer_source: str | None = None
+    expected_answer_ref: str | None = None
+    explanation: str | None = None
+    rating_profile: dict[str, Any] | None = None
 
 
 async def queue_priors(conn: asyncpg.Connection, agent_id: str) -> list[Any]:
@@ -493,9 +605,15 @@ async def queue_priors(conn: asyncpg.Connection, agent_id: str) -> list[Any]:
 
 
 async def upsert_candidates(conn: asyncpg.Connection, rows: Sequence[QueueRow]) -> list[UUID]:
-    """Insert new candidates; refresh pending ones (cluster, label, confidence, evidence).
+    """Insert new candidates; refresh pending ones and bring back withdrawn ones.
 
-    Rows already decided by a reviewer (confirmed / edited / rejected) are left alone.
+    A pending row whose content (cluster, label, answers, evidence, confidence, explanation,
+    proposed expected answer) is unchanged is left alone; a changed one gets the new content.
+    Its ``row_version`` moves only when what a reviewer decides on changed (the turn, the
+    answer given, the proposed expected answer, the evidence): a reviewer who loaded the old
+    one then gets a conflict (migration 0007); new scores or a new cluster label alone do not
+    invalidate a decision in progress. A ``withdrawn`` row the ranking selected again becomes
+    ``pending``. Rows a reviewer decided (confirmed / edited / rejected) are never touched.
 
     Returns:
         candidate ids that were inserted by this call (the ones to announce).
@@ -506,26 +624,63 @@ async def upsert_candidates(conn: asyncpg.Connection, rows: Sequence[QueueRow]) 
             """
             INSERT INTO review_queue (candidate_id, agent_id, question_key, case_id, cluster_id,
                 cluster_label, question, answer_given, expected_answer, evidence_event_ids,
-                confidence, confidence_parts, question_embedding)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                confidence, confidence_parts, question_embedding, expected_answer_source,
+                expected_answer_ref, explanation, rating_profile)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                    coalesce($17, '{}'::jsonb))
             ON CONFLICT (agent_id, question_key) DO UPDATE SET
                 case_id = EXCLUDED.case_id, cluster_id = EXCLUDED.cluster_id,
                 cluster_label = EXCLUDED.cluster_label, answer_given = EXCLUDED.answer_given,
                 expected_answer = EXCLUDED.expected_answer,
                 evidence_event_ids = EXCLUDED.evidence_event_ids,
                 confidence = EXCLUDED.confidence, confidence_parts = EXCLUDED.confidence_parts,
-                question_embedding = EXCLUDED.question_embedding, updated_at = now()
-            WHERE review_queue.status = 'pending'
+                question_embedding = EXCLUDED.question_embedding,
+                expected_answer_source = EXCLUDED.expected_answer_source,
+                expected_answer_ref = EXCLUDED.expected_answer_ref,
+                explanation = EXCLUDED.explanation, rating_profile = EXCLUDED.rating_profile,
+                status = 'pending', withdrawn_reason = NULL,
+                row_version = review_queue.row_version + CASE
+                    WHEN review_queue.status = 'withdrawn' OR (
+                        review_queue.case_id, review_queue.answer_given,
+                        review_queue.expected_answer, review_queue.expected_answer_source,
+                        review_queue.evidence_event_ids)
+                        IS DISTINCT FROM (EXCLUDED.case_id, EXCLUDED.answer_given,
+                        EXCLUDED.expected_answer, EXCLUDED.expected_answer_source,
+                        EXCLUDED.evidence_event_ids) THEN 1 ELSE 0 END,
+                updated_at = now()
+            WHERE review_queue.status = 'withdrawn' OR (review_queue.status = 'pending' AND (
+                review_queue.case_id, review_queue.cluster_id, review_queue.cluster_label,
+                review_queue.answer_given, review_queue.expected_answer,
+                review_queue.evidence_event_ids, review_queue.confidence,
+                review_queue.explanation, review_queue.expected_answer_source)
+                IS DISTINCT FROM (EXCLUDED.case_id, EXCLUDED.cluster_id, EXCLUDED.cluster_label,
+                EXCLUDED.answer_given, EXCLUDED.expected_answer, EXCLUDED.evidence_event_ids,
+                EXCLUDED.confidence, EXCLUDED.explanation, EXCLUDED.expected_answer_source))
             RETURNING (xmax = 0)
             """,
             r.candidate_id, r.agent_id, r.question_key, r.case_id, r.cluster_id, r.cluster_label,
             r.question, r.answer_given, r.expected_answer, r.evidence_event_ids, r.confidence,
             r.confidence_parts,
             to_bytes(r.question_embedding) if r.question_embedding is not None else None,
+            r.expected_answer_source, r.expected_answer_ref, r.explanation, r.rating_profile,
         )
         if inserted:
             new.append(r.candidate_id)
     return new
+
+
+async def withdraw_unselected(conn: asyncpg.Connection, agent_id: str,
+                              keep: Sequence[UUID], reason: str) -> int:
+    """Withdraw the agent's pending candidates a re-clustering did not select (their cluster
+    is gone, the cap of their cluster is taken by better ones, or they left the window), so
+    no pending row points at a dead cluster and the per-cluster cap holds. Returns how many.
+    """
+    result = await conn.execute(
+        "UPDATE review_queue SET status = 'withdrawn', withdrawn_reason = $3, "
+        "row_version = row_version + 1, updated_at = now() "
+        "WHERE agent_id = $1 AND status = 'pending' AND NOT candidate_id = ANY($2::uuid[])",
+        agent_id, list(keep), reason)
+    return int(result.split()[-1])
 
 
 async def unpublished(conn: asyncpg.Connection, agent_id: str | None = None) -> list[Any]:
@@ -568,7 +723,8 @@ async def list_queue(
             SELECT q.agent_id, q.cluster_id, COALESCE(c.label, q.cluster_label) AS cluster_label,
                    c.size AS cluster_size, COALESCE(c.covered_by_golden, false) AS covered,
                    q.candidate_id, q.question, q.answer_given, q.expected_answer, q.confidence,
-                   cardinality(q.evidence_event_ids) AS evidence_count, q.status, q.proposed_at
+                   cardinality(q.evidence_event_ids) AS evidence_count, q.status, q.proposed_at,
+                   q.expected_answer_source, q.explanation, q.row_version
             FROM review_queue q
             LEFT JOIN clusters c ON c.agent_id = q.agent_id AND c.cluster_id = q.cluster_id
             WHERE ($1::text IS NULL OR q.agent_id = $1) AND ($2::text IS NULL OR q.status = $2)
@@ -597,6 +753,33 @@ async def list_clusters(pool: asyncpg.Pool, agent_id: str | None = None) -> list
             """,
             agent_id,
         ))
+
+
+async def cluster_examples(pool: asyncpg.Pool, agent_id: str, per_cluster: int = 3
+                           ) -> dict[str, list[str]]:
+    """Up to ``per_cluster`` example questions of each cluster of ``agent_id`` (the most
+    confident, then newest cases), as ``{cluster_id: [question, ...]}``.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with store_errors("reading cluster examples"):
+        rows = await pool.fetch(
+            """
+            SELECT cluster_id, question FROM (
+                SELECT cluster_id, question, row_number() OVER (
+                    PARTITION BY cluster_id ORDER BY confidence DESC, occurred_at DESC, case_id
+                ) AS n
+                FROM triage_cases
+                WHERE agent_id = $1 AND cluster_id IS NOT NULL AND question IS NOT NULL
+            ) ranked WHERE n <= $2 ORDER BY cluster_id, n
+            """,
+            agent_id, per_cluster,
+        )
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(r["cluster_id"], []).append(r["question"])
+    return out
 
 
 # --------------------------------------------------------------------------- incidents

@@ -2,7 +2,8 @@
 
 It answers from the best passages of a knowledge base (the HR policy documents, or a FeedbackQA
 source's FAQ), returns the retrieved chunks, refuses out-of-policy requests, escalates sensitive
-ones, speaks seed 003's five reply formats, and has a deliberately weaker configuration.
+ones, speaks the five reply formats of the endpoint contract (``docs/rules.md#endpoint-contract``),
+and has a deliberately weaker configuration.
 """
 
 from evalloop.agent.agent import AgentConfig, ReferenceAgent, Reply

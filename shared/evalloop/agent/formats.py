@@ -1,4 +1,6 @@
-"""The five reply formats of seed 003's endpoint contract, rendered from one :class:`Reply`.
+"""The five reply formats of the endpoint contract, rendered from one :class:`Reply`.
+
+The contract: ``docs/rules.md#endpoint-contract``.
 
 - ``openai``: an OpenAI chat-completion object (``choices[0].message.content``);
 - ``openai-sse``: an OpenAI chat-completion *stream* (``text/event-stream``, ``data: {...}``

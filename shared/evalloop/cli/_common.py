@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import typer
 
-__all__ = ["describe", "exit_code_for", "fail", "json_line", "leaf", "read_only_dsn"]
+__all__ = ["UsageError", "describe", "exit_code_for", "fail", "json_line", "leaf", "read_only_dsn"]
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -25,8 +25,9 @@ def leaf(exc: BaseException) -> BaseException:
 def exit_code_for(exc: BaseException) -> int:
     """The ``docs/exit-codes.md`` code for an error that ended a command.
 
-    2 (usage or bad input): invalid settings, a malformed file or value, an unknown id
-    (``ConfigError``, ``GoldenSetError``, ``InvalidEvent``/``InvalidBatch``, ``ValueError``,
+    2 (usage or bad input): invalid settings, a malformed file or value, an unknown id, a
+    review action on an item someone already decided (``ConfigError``, ``GoldenSetError``,
+    ``InvalidEvent``/``InvalidBatch``, ``ReviewError``, ``ValueError``,
     ``FileNotFoundError``, pydantic ``ValidationError``, ``typer.BadParameter``).
     3 (infrastructure): the database, the broker, an embedder or the network
     (``StorageError``, ``BusError``, ``EmbeddingError``, ``OSError``, ``TimeoutError``), and
@@ -41,16 +42,25 @@ def exit_code_for(exc: BaseException) -> int:
         GoldenSetError,
         InvalidBatch,
         InvalidEvent,
+        ReviewError,
         StorageError,
     )
 
     exc = leaf(exc)
     if isinstance(exc, StorageError | BusError | EmbeddingError):
         return 3
-    if isinstance(exc, ConfigError | GoldenSetError | InvalidEvent | InvalidBatch
+    if isinstance(exc, ConfigError | GoldenSetError | InvalidEvent | InvalidBatch | ReviewError
                   | ValidationError | ValueError | FileNotFoundError | typer.BadParameter):
         return 2
     return 3
+
+
+class UsageError(ValueError):
+    """Bad usage or input a command found itself (exit 2, ``docs/exit-codes.md``).
+
+    Its message already names the option, what was expected and what arrived, so it is printed
+    as is (``error: <message>``), without the class name.
+    """
 
 
 def expected(exc: BaseException) -> bool:
@@ -76,7 +86,7 @@ def describe(exc: BaseException) -> str:
             for e in exc.errors(include_url=False))
         return f"invalid settings (EVALLOOP_* environment or .env): {problems}"
     text = " ".join(str(exc).split())
-    if isinstance(exc, EvalloopError):
+    if isinstance(exc, EvalloopError | UsageError):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

@@ -38,7 +38,7 @@ from uuid import UUID
 
 import typer
 
-from evalloop.cli._common import fail, json_line
+from evalloop.cli._common import UsageError, fail, json_line
 from evalloop.core.redaction import has_credentials, redact_url
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def bundled_evals(name: str = "hr-qa-agent-evals.yaml") -> Path:
     return Path(str(files("evalloop").joinpath(f"data/evals/{name}")))
 
 
-class _Usage(ValueError):
+class _Usage(UsageError):
     """Bad usage or input: print it and exit 2."""
 
 

@@ -189,3 +189,79 @@ def export_cmd(
     else:
         output.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {output}", err=True)
+
+
+@app.command("care")
+def care_cmd(
+    agent: Annotated[str, typer.Option("--agent", help="Agent id.")],
+    set_id: Annotated[str | None, typer.Option(
+        "--set", help="Golden-set id (default: the agent's only set).")] = None,
+    version: Annotated[int | None, typer.Option(
+        "--version", min=1, help="Version number (default: the latest).")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="JSON lines: one object per check.")] = False,
+    db: DbOption = None,
+) -> None:
+    """The care checks of a version (docs/review.md#care-checks): size, difficulty mix,
+    domains, adversarial, escalation triggers, universal cases, coverage gaps."""
+    from evalloop.adapters import review_store
+    from evalloop.core.golden_care import CareCheck, ClusterGap, care_checks
+
+    async def work(pool: asyncpg.Pool) -> tuple[dict[str, Any], list[CareCheck]]:
+        sid = await review_store.resolve_set(pool, agent, set_id)
+        head, cases = await review_store.version_detail(pool, agent, sid, version)
+        profile = await review_store.get_profile(pool, agent)
+        gaps = await review_store.uncovered_clusters(pool, agent, [c.id for c in cases])
+        return head, care_checks(
+            cases, in_production=profile["in_production"] if profile else None,
+            domains=profile["knowledge_domains"] if profile else None,
+            triggers=profile["escalation_triggers"] if profile else None,
+            gaps=None if gaps is None else
+            [ClusterGap(g["cluster_id"], g["label"], g["size"]) for g in gaps])
+
+    head, checks = _with_pool(db, work, read_only=True)
+    if as_json:
+        for c in checks:
+            json_line({"agent_id": agent, "golden_set_id": head["golden_set_id"],
+                       "version": head["version"], **c.as_dict()})
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table("check", "status", "value", "bar", "why",
+                  title=f"{agent}/{head['golden_set_id']} v{head['version']} "
+                        f"({head['case_count']} cases)", title_justify="left")
+    colour = {"pass": "green", "fail": "red", "unknown": "yellow"}
+    for c in checks:
+        table.add_row(c.name, f"[{colour[c.status]}]{c.status}[/]", escape(str(c.value)),
+                      escape(c.bar), escape(c.why))
+    Console().print(table)
+    typer.echo(f"source: {checks[0].source}")
+
+
+@app.command("reminders")
+def reminders_cmd(
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="JSON lines: one object per set.")] = False,
+    db: DbOption = None,
+) -> None:
+    """When each golden set's monthly review is due (docs/review.md#monthly-review)."""
+    from datetime import UTC, datetime
+
+    from evalloop.adapters import review_store
+
+    rows = _with_pool(db, lambda pool: review_store.set_reminders(
+        pool, now=datetime.now(UTC), agent_id=agent), read_only=True)
+    if as_json:
+        for r in rows:
+            json_line(r)
+        return
+    if not rows:
+        typer.echo("no golden sets stored" + (f" for agent {agent}" if agent else ""))
+    for r in rows:
+        when = (f"OVERDUE by {-r['days_left']} day(s)" if r["overdue"]
+                else f"due in {r['days_left']} day(s)")
+        typer.echo(f"{r['agent_id']}/{r['golden_set_id']}: monthly review {when} "
+                   f"(due {r['due_at'][:10]}, last {r['last_reviewed_at'][:10]})")

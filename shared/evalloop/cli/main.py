@@ -83,6 +83,11 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                          "Remove a person's text everywhere: events, negative cases, monitor "
                          "turns, triage cases, the review queue (the candidate outbox). Prints "
                          "rows deleted per table."),
+    "web": LazyCommand("evalloop.cli.web:web",
+                       "Serve the web app: every agent's feedback loop, the review queue, golden "
+                       "sets and eval runs (docs/web.md)."),
+    "users": LazyCommand("evalloop.cli.web:users_app",
+                         "Web app users: create, list, issue API tokens (docs/web.md)."),
 }
 
 

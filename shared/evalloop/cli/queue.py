@@ -18,7 +18,7 @@ __all__ = ["app", "group_by_cluster", "list_cmd"]
 
 app = typer.Typer(no_args_is_help=True, help="Golden-set candidates awaiting review.")
 
-_STATUSES = ("pending", "confirmed", "edited", "rejected", "all")
+_STATUSES = ("pending", "confirmed", "edited", "rejected", "withdrawn", "all")
 
 
 def group_by_cluster(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -28,7 +28,8 @@ def group_by_cluster(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         One dict per (agent, cluster), in input order: ``agent_id``, ``cluster_id``,
         ``label``, ``size`` (``None`` when the cluster no longer exists), ``covered``
         (the golden set holds a case of it) and ``candidates`` (question, answer_given,
-        expected_answer, confidence, evidence_count, status, candidate_id, proposed_at).
+        expected_answer, expected_answer_source, confidence, explanation, evidence_count,
+        status, row_version, candidate_id, proposed_at).
     """
     out: list[dict[str, Any]] = []
     index: dict[tuple[str, str], dict[str, Any]] = {}
@@ -44,8 +45,10 @@ def group_by_cluster(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         group["candidates"].append({
             "candidate_id": str(r["candidate_id"]), "question": r["question"],
             "answer_given": r["answer_given"], "expected_answer": r["expected_answer"],
-            "confidence": r["confidence"], "evidence_count": r["evidence_count"],
-            "status": r["status"], "proposed_at": r["proposed_at"].isoformat(),
+            "expected_answer_source": r.get("expected_answer_source"),
+            "confidence": r["confidence"], "explanation": r.get("explanation"),
+            "evidence_count": r["evidence_count"], "status": r["status"],
+            "row_version": r.get("row_version"), "proposed_at": r["proposed_at"].isoformat(),
         })
     return out
 
@@ -75,7 +78,8 @@ def _short(text: str | None, n: int = 160) -> str:
 def list_cmd(
     agent: Annotated[str | None, typer.Option("--agent", help="only this agent")] = None,
     status: Annotated[
-        str, typer.Option("--status", help="pending | confirmed | edited | rejected | all")
+        str, typer.Option("--status",
+                          help="pending | confirmed | edited | rejected | withdrawn | all")
     ] = "pending",
     limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many candidates")
                      ] = 50,
@@ -125,15 +129,28 @@ def list_cmd(
                   f"covered by golden set: {covered})",
             title_justify="left", show_lines=False,
         )
-        for col in ("conf", "question", "answer given", "expected answer", "evidence", "status"):
+        for col in ("id", "conf", "question", "answer given", "expected answer (source)",
+                    "evidence", "status"):
             table.add_column(col, overflow="fold")
         for c in g["candidates"]:
-            table.add_row(f"{c['confidence']:.2f}", _short(c["question"]),
-                          _short(c["answer_given"]), _short(c["expected_answer"]),
-                          str(c["evidence_count"]), c["status"])
+            source = f" ({c['expected_answer_source']})" if c["expected_answer_source"] else ""
+            table.add_row(c["candidate_id"][:8], f"{c['confidence']:.2f}",
+                          _short(c["question"]), _short(c["answer_given"]),
+                          _short(c["expected_answer"]) + source, str(c["evidence_count"]),
+                          c["status"])
         console.print(table)
     if uncovered:
         top = ", ".join(f"{u['cluster_id']} ({u['label'] or 'provisional'}; {u['size']})"
                         for u in uncovered[:10])
         console.print(f"clusters the golden set does not cover: {len(uncovered)}; largest: "
                       f"{top}")
+
+
+def _register_review_commands() -> None:
+    # show / confirm / edit / reject / skip (docs/review.md), in their own module
+    from evalloop.cli import review_cmds
+
+    review_cmds.register(app)
+
+
+_register_review_commands()

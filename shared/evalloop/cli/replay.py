@@ -97,7 +97,9 @@ def replay(
         settings = settings.model_copy(
             update={"kafka": settings.kafka.model_copy(update={"bootstrap": bootstrap})}
         )
-    target = ingest_url or f"Kafka {settings.kafka.bootstrap}"
+    from evalloop.core.redaction import redact_url
+
+    target = redact_url(ingest_url) if ingest_url else f"Kafka {settings.kafka.bootstrap}"
     token = os.environ.get(api_key_env) if ingest_url else None
     if ingest_url and not token:
         console.print(f"[red]evalloop replay: --ingest-url needs an API key in the environment "

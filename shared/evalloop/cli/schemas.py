@@ -42,6 +42,7 @@ EVENT_MODELS: dict[str, Any] = {
     "reeval_requested": events.ReevalRequested,
     "reeval_completed": events.ReevalCompleted,
     "candidate_proposed": events.CandidateProposed,
+    "golden_set_published": events.GoldenSetPublished,
 }
 
 _DEFAULT_ROOT = Path("schemas")

@@ -2,7 +2,8 @@
 
 All services run in one process by default, each as its own FastStream app (its own consumer
 group and connections, exactly as it would in its own container) inside one
-``asyncio.TaskGroup``, plus the ingest HTTP server (uvicorn). ``--service NAME`` (repeatable)
+``asyncio.TaskGroup``, plus the ingest HTTP server and the web app (uvicorn; ports
+``settings.ingest.port`` 8080 and ``settings.web.port`` 8090). ``--service NAME`` (repeatable)
 runs a subset. SIGINT/SIGTERM stop every service gracefully: services stop their background
 work, brokers stop consuming and commit what was handled, pools close. If one service fails,
 the others are stopped and ``up`` prints one line per failure and exits with the
@@ -37,11 +38,18 @@ __all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
 
 log = logging.getLogger(__name__)
 
-#: Every deployable, in start order; ingest is the HTTP front door.
+#: Every deployable, in start order; ingest is the HTTP front door, web the people's.
 SERVICES: tuple[str, ...] = (
-    "ingest", "recorder", "monitor", "triage", "evaluator", "retention",
+    "ingest", "recorder", "monitor", "triage", "evaluator", "retention", "web",
 )
-_HTTP = {"ingest": "build_http_app"}
+_HTTP = {"ingest": "build_http_app", "web": "build_http_app"}
+
+
+def _bind(name: str, settings: Settings) -> tuple[str, int]:
+    """Host and port of an HTTP service: ``settings.<name>.host`` / ``.port``."""
+    section = settings.web if name == "web" else settings.ingest
+    return section.host, section.port
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +77,7 @@ def load_service(
 ) -> ServiceApp:
     """Import ``services.<name>.app`` and build its app from ``settings`` (nothing connects).
 
-    ``health`` (the other services' health) is given to the HTTP app, whose ``/healthz`` and
+    ``health`` (the other services' health) is given to ingest, whose ``/healthz`` and
     ``/readyz`` then report every service of the process.
 
     Raises:
@@ -86,7 +94,9 @@ def load_service(
             f"service {name!r}: module services.{name}.app is missing"
         ) from exc
     if name in _HTTP:
-        return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings, health=health))
+        # ingest's /healthz and /readyz report every service of the process
+        kwargs: dict[str, Any] = {"health": health} if name == "ingest" else {}
+        return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings, **kwargs))
     return ServiceApp(name, "stream", module.build_app(settings))
 
 
@@ -214,7 +224,8 @@ async def run_services(
     def process_health() -> list[dict[str, Any]]:
         out = []
         for a in apps:
-            service = a.app.evalloop_service() if a.kind == "stream" else None
+            getter = getattr(a.app, "evalloop_service", None) if a.kind == "stream" else None
+            service = getter() if getter is not None else None
             out.append(service.health() if service is not None else
                        {"service": a.name, "status": "ok" if a.kind == "http" else "starting",
                         "ready": a.kind == "http", "loops": []})
@@ -231,9 +242,12 @@ async def run_services(
         async with asyncio.TaskGroup() as tg:
             for svc in apps:
                 if svc.kind == "http":
-                    server = _Uvicorn(svc.app, settings.ingest.host, settings.ingest.port,
-                                      head_timeout_s=settings.ingest.head_timeout_s,
-                                      **settings.ingest.uvicorn_limits())
+                    host, port = _bind(svc.name, settings)
+                    limits: dict[str, Any] = {
+                        "head_timeout_s": settings.ingest.head_timeout_s,
+                        **settings.ingest.uvicorn_limits(),
+                    } if svc.name == "ingest" else {}
+                    server = _Uvicorn(svc.app, host, port, **limits)
                     tg.create_task(server.run(svc.name, stop), name=svc.name)
                 else:
                     tg.create_task(_run_stream(svc, stop), name=svc.name)

@@ -114,7 +114,7 @@ class Clustering:
 
 
 def case_text(question: str | None, answer: str | None, comment: str | None) -> str:
-    """The text a case is embedded from: question + answer + comment (DESIGN.md "Triage").
+    """The text a case is embedded from: question + answer + comment (``docs/rules.md#triage``).
 
     Ordered question, comment, answer and joined by newlines (blank parts left out): the
     model truncates at 256 word pieces and 33% of FeedbackQA negatives are longer, almost all

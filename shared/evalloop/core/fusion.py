@@ -1,6 +1,6 @@
 """Signal fusion: feedback events of one turn -> at most one :class:`NegativeCase`.
 
-Pure (values in, values out). Rules from DESIGN.md, "Negative cases"; every weight is a
+Pure (values in, values out). Rules: ``docs/rules.md#negative-cases``; every weight is a
 configurable default (``settings.FusionSettings``, passed in as :class:`FusionWeights`):
 
 ==========================================  ========  ============================
@@ -94,8 +94,8 @@ class FusionWeights:
     """Confidence (ratio 0-1) of each signal, and the score thresholds (1-5 scale).
 
     Same field names as ``evalloop.settings.FusionSettings``; build it with
-    ``FusionWeights.from_mapping(settings.fusion.model_dump())``. Defaults: DESIGN.md,
-    "Negative cases" (the numbers are this project's documented choice).
+    ``FusionWeights.from_mapping(settings.fusion.model_dump())``. Defaults:
+    ``docs/rules.md#negative-cases`` (the numbers are this project's documented choice).
     """
 
     thumbs_down: float = 0.7

@@ -1,11 +1,15 @@
 """Golden-set candidates: confidence, near-duplicate removal, and golden-set coverage.
 
 **Confidence** of a candidate (a negative case) is a weighted sum of four parts, each 0-1
-(DESIGN.md "Triage": signal strength, agreement, cluster size, recency):
+(``docs/review.md#ranking``: severity, agreement, cluster size, recency):
 
-- ``signal`` — the case's fused confidence (recorder; e.g. 0.95 for an operator correction).
-- ``agreement`` — ``1 - 0.5 ** (evidence - 1)``: one piece of evidence 0, two 0.5, three 0.75,
-  ...; each further independent signal or rater halves the remaining doubt.
+- ``signal`` — the **severity** of the case read from the scale each event carries
+  (:mod:`evalloop.core.judgements`): the mean severity of its negative marks, so two raters
+  saying Bad (score 1: 1.0) outrank three saying Could be Improved (score 2: 0.75). A case
+  without marks (``profile`` None) falls back to its fused confidence.
+- ``agreement`` — negative marks / (negative + positive): Bad / Excellent / Excellent is 1/3.
+  A case that most raters liked (more positive than negative marks) is not a candidate at
+  all: :func:`score_cases` leaves it out. Without marks: ``1 - 0.5 ** (evidence - 1)``.
 - ``cluster`` — ``log(1 + size) / log(1 + largest size)`` over the agent's clusters: a failure
   that recurs in a big topic matters more; log so one huge cluster does not flatten the rest.
 - ``recency`` — ``0.5 ** (age / half_life)``, age = ``now - occurred_at`` (event time, UTC;
@@ -13,11 +17,14 @@
   much as today's, one from a month ago about a twentieth.
 
 Default weights 0.4 / 0.2 / 0.2 / 0.2 (the evidence itself first; the rest break ties).
+:func:`explain` writes the sum out for the reviewer.
 
 **Near-duplicates**: going down the ranking, a candidate is dropped when the cosine similarity
-of its *question* embedding to a question already kept, already in the golden set, or already
-in the review queue is at least ``duplicate_similarity`` (default 0.92). A queue row with the
-same ``key`` (normalised question hash) is the same candidate, not a duplicate.
+of its *question* embedding to a question already kept or already decided in the review queue
+is at least ``duplicate_similarity`` (default 0.92), or to a golden case's question at least
+``golden_similarity`` (default 0.75: a paraphrase of a golden case at 0.79 is not a new
+case). A queue row with the same ``key`` (normalised question hash) is the same candidate, not
+a duplicate.
 
 **Coverage**: a golden case covers the cluster it would join online (highest ``v · centroid``,
 at least ``min_similarity``; :mod:`evalloop.core.clustering`). Clusters no golden case covers
@@ -38,6 +45,8 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from evalloop.core.judgements import Profile
+
 __all__ = [
     "Dropped",
     "Prior",
@@ -46,6 +55,7 @@ __all__ = [
     "Selection",
     "TriageCase",
     "coverage",
+    "explain",
     "question_key",
     "score_cases",
     "select_candidates",
@@ -64,7 +74,9 @@ class RankingParams:
             summing to 1 (so confidence stays 0-1).
         half_life_days: recency half-life, days (> 0).
         duplicate_similarity: question cosine similarity at or above which a candidate is a
-            near-duplicate (0-1).
+            near-duplicate of another candidate or a decided queue row (0-1).
+        golden_similarity: question cosine similarity at or above which a candidate is a
+            paraphrase of a golden case (0-1).
         per_cluster: at most this many candidates per cluster.
         max_candidates: at most this many candidates per ranking run (all clusters).
     """
@@ -75,6 +87,7 @@ class RankingParams:
     weight_recency: float = 0.2
     half_life_days: float = 7.0
     duplicate_similarity: float = 0.92
+    golden_similarity: float = 0.75
     per_cluster: int = 3
     max_candidates: int = 200
 
@@ -101,6 +114,8 @@ class TriageCase:
         evidence: number of evidence events (signals / raters), >= 1.
         occurred_at: event time (timezone-aware).
         question: the user's question (cases without one cannot become candidates).
+        profile: the marks of its signals (:mod:`evalloop.core.judgements`); ``None`` when
+            unknown (then ``signal`` and ``evidence`` stand in, module docstring).
     """
 
     case_id: str
@@ -109,6 +124,7 @@ class TriageCase:
     evidence: int
     occurred_at: datetime
     question: str | None
+    profile: Profile | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +151,8 @@ def score_cases(
     now: datetime,
     params: RankingParams | None = None,
 ) -> list[RankedCase]:
-    """Score every case that has a question (formula: module docstring).
+    """Score every case that has a question and that most raters did not like (formula:
+    module docstring).
 
     Args:
         cases: the agent's cases.
@@ -145,7 +162,7 @@ def score_cases(
 
     Returns:
         Ranked cases, highest confidence first (ties: case id ascending). Cases with no
-        question (or only whitespace) are left out.
+        question (or only whitespace), and cases whose profile is ``liked``, are left out.
     """
     p = params or RankingParams()
     largest = max(cluster_sizes.values(), default=1)
@@ -153,8 +170,14 @@ def score_cases(
     for c in cases:
         if not (c.question and c.question.strip()):
             continue
-        signal = min(1.0, max(0.0, c.signal))
-        agreement = 1.0 - 0.5 ** (max(1, c.evidence) - 1)
+        prof = c.profile
+        if prof is not None and prof.liked:
+            continue
+        if prof is not None and prof.severity is not None and prof.agreement is not None:
+            signal, agreement = prof.severity, prof.agreement
+        else:
+            signal = min(1.0, max(0.0, c.signal))
+            agreement = 1.0 - 0.5 ** (max(1, c.evidence) - 1)
         cluster = _part_cluster(cluster_sizes.get(c.cluster_id, 1), max(largest, 1))
         age_days = max(0.0, (now - c.occurred_at).total_seconds() / SECONDS_PER_DAY)
         recency = 0.5 ** (age_days / p.half_life_days)
@@ -163,6 +186,37 @@ def score_cases(
         out.append(RankedCase(c, min(1.0, max(0.0, conf)), signal, agreement, cluster, recency))
     out.sort(key=lambda r: (-r.confidence, r.case.case_id))
     return out
+
+
+def explain(r: RankedCase, params: RankingParams | None = None, *, cluster_size: int | None = None,
+            largest: int | None = None, age_days: float | None = None) -> str:
+    """Why a candidate ranks where it does, in one line: the weighted sum written out.
+
+    E.g. ``"0.912 = 0.4 x severity 1.00 (score 1/5, score 1/5) + 0.2 x agreement 1.00 (2 of 2
+    negative) + 0.2 x cluster 0.81 (14 of 26 cases) + 0.2 x recency 0.75 (2.9 days old)"``.
+
+    Args:
+        r: the ranked case.
+        params: the weights used.
+        cluster_size, largest: the case's cluster size and the agent's largest (shown when
+            given).
+        age_days: the case's age (shown when given).
+    """
+    p = params or RankingParams()
+    prof = r.case.profile
+    if prof is not None and prof.severity is not None:
+        sev = f"severity {r.signal:.2f} ({', '.join(prof.labels)})"
+        agr = (f"agreement {r.agreement:.2f} ({prof.negative} of "
+               f"{prof.negative + prof.positive} negative)")
+    else:
+        sev = f"signal {r.signal:.2f} (fused confidence)"
+        agr = f"agreement {r.agreement:.2f} ({r.case.evidence} pieces of evidence)"
+    clu = f"cluster {r.cluster:.2f}" + (f" ({cluster_size} of {largest} cases)"
+                                         if cluster_size is not None and largest else "")
+    rec = f"recency {r.recency:.2f}" + (f" ({age_days:.1f} days old)"
+                                         if age_days is not None else "")
+    return (f"{r.confidence:.3f} = {p.weight_signal:g} x {sev} + {p.weight_agreement:g} x "
+            f"{agr} + {p.weight_cluster:g} x {clu} + {p.weight_recency:g} x {rec}")
 
 
 def shortlist(ranked: Sequence[RankedCase], per_cluster: int) -> list[RankedCase]:
@@ -280,13 +334,17 @@ def select_candidates(
             sel.dropped.append(Dropped(cid, "cluster_full"))
             continue
         blocked: Dropped | None = None
+        floor = min(p.duplicate_similarity, p.golden_similarity)
         for j in np.argsort(-prior_sims[i], kind="stable"):
             s = float(prior_sims[i, j])
-            if s < p.duplicate_similarity:
+            if s < floor:
                 break
             pr = priors[j]
             if pr.key is not None and pr.key == keys[i]:
                 continue  # the queue row of this very question
+            bar = p.golden_similarity if pr.source == "golden" else p.duplicate_similarity
+            if s < bar:
+                continue
             reason = "in_golden_set" if pr.source == "golden" else "in_queue"
             blocked = Dropped(cid, reason, pr.ref, round(s, 6))
             break

@@ -25,6 +25,7 @@ __all__ = [
     "known_default_password",
     "redact_text",
     "redact_url",
+    "stored_url",
     "strip_credentials",
 ]
 
@@ -114,6 +115,15 @@ def _assemble(original: str, scheme: str, netloc: str, path: str, query: str,
 def redact_text(text: str) -> str:
     """``text`` with every URL in it passed through :func:`redact_url`."""
     return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def stored_url(url: str) -> str:
+    """What may be stored or published of ``url``: :func:`strip_credentials`, or
+    ``"<unparseable URL>"`` when it cannot be parsed (it might still hold a secret)."""
+    try:
+        return strip_credentials(url)
+    except ValueError:
+        return "<unparseable URL>"
 
 
 def strip_credentials(url: str) -> str:

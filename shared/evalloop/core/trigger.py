@@ -1,9 +1,9 @@
 """The negative-rate trigger: a per-agent state machine with volume floor, hysteresis, cooldown.
 
-Seed 004: "The feedback loop triggers re-evaluation when the negative feedback rate exceeds 2%
-over a 24-hour window." DESIGN.md adds: a trigger needs a minimum volume and fires once per
-crossing (hysteresis and a cooldown), so a burst of duplicates or a quiet night with 1 of 3 bad
-cannot storm the evaluator.
+``docs/rules.md#feedback-loop-trigger``: "The feedback loop triggers re-evaluation when the
+negative feedback rate exceeds 2% over a 24-hour window." evalloop adds: a trigger needs a
+minimum volume and fires once per crossing (hysteresis and a cooldown), so a burst of
+duplicates or a quiet night with 1 of 3 bad cannot storm the evaluator.
 
 States::
 
@@ -34,7 +34,8 @@ class TriggerConfig:
     """Trigger parameters (defaults: ``evalloop.settings.MonitorSettings``).
 
     Attributes:
-        threshold: fire when the rate is strictly above this ratio (seed 004: 0.02).
+        threshold: fire when the rate is strictly above this ratio (0.02:
+            ``docs/rules.md#feedback-loop-trigger``).
         clear_below: re-arm once the rate is strictly below this ratio (hysteresis).
         min_turns: fire only with at least this many turns in the window.
         min_negatives: fire only with at least this many negative turns in the window.

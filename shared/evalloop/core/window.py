@@ -11,9 +11,12 @@ feedback rate exceeds 2% over a 24-hour window"):
   the time the recorder gives its negative case; a late event lands in the bucket it belongs
   to, and an earlier event of a known turn moves the turn to the earlier bucket.
   :class:`TurnLedger` turns each observation into per-bucket deltas.
-* :class:`AgentWindow` holds one agent's buckets inside the 24 h of event time ending at the
-  newest event seen for that agent, with running totals (memory: at most ``window_s / bucket_s``
-  buckets per agent, however many events arrive).
+* :class:`AgentWindow` counts one agent's turns in the 24 h of event time ending at the newest
+  event seen for that agent, exactly: ``(t - 24 h, t]`` to the microsecond, whatever UTC offset
+  the events were sent with (``docs/operations.md#the-window``). Buckets are an index, not the
+  boundary: the buckets wholly inside the window are summed, and the one bucket the window's
+  start cuts through (the *edge*) is counted turn by turn, from the turns' exact times (memory:
+  at most ``window_s / bucket_s + 1`` buckets per agent, plus the edge bucket's turns).
 * :func:`wilson_interval` is the Wilson (1927) score interval reported with every rate.
 """
 
@@ -25,19 +28,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from evalloop.events import AgentChanged, AgentResponse, FeedbackEvent
 
 __all__ = [
     "AgentWindow",
     "BucketCounts",
+    "Contribution",
     "Denominator",
     "TurnFlags",
     "TurnKey",
     "TurnLedger",
+    "WindowReplay",
     "WindowReport",
     "bucket_start",
+
     "rolling_reports",
     "turn_flags",
     "wilson_interval",
@@ -125,14 +131,20 @@ class TurnFlags:
         signal_bucket: bucket of the turn's earliest feedback signal (any event but
             ``agent_response``), or ``None`` (``signalled`` is ``signal_bucket is not None``).
         negative: at least one negative signal for the turn was seen.
+        served_at: the exact time of that earliest ``agent_response`` (UTC), or ``None``
+            (not served, or a turn stored before exact times were kept: its bucket stands in).
+        signal_at: the exact time of the earliest signal (UTC), or ``None`` (likewise).
 
-    The turn counts in :attr:`bucket`: its ``agent_response``'s, else its first signal's (the
-    time the recorder's fused negative case carries, ``evalloop.core.fusion.fuse``).
+    The turn counts in :attr:`bucket` at :attr:`time`: its ``agent_response``'s, else its first
+    signal's (the time the recorder's fused negative case carries,
+    ``evalloop.core.fusion.fuse``).
     """
 
     served_bucket: datetime | None = None
     signal_bucket: datetime | None = None
     negative: bool = False
+    served_at: datetime | None = None
+    signal_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.served_bucket is None and self.signal_bucket is None:
@@ -146,6 +158,13 @@ class TurnFlags:
         return b
 
     @property
+    def time(self) -> datetime:
+        """The exact time the turn counts at (its bucket's start when the time is unknown)."""
+        if self.served_bucket is not None:
+            return self.served_at or self.served_bucket
+        return self.signal_at or self.bucket
+
+    @property
     def served(self) -> bool:
         """An ``agent_response`` was seen."""
         return self.served_bucket is not None
@@ -156,11 +175,14 @@ class TurnFlags:
         return self.signal_bucket is not None
 
     def merge(self, other: TurnFlags) -> TurnFlags:
-        """Earliest buckets, OR of ``negative``: idempotent, commutative, associative."""
+        """Earliest buckets and times, OR of ``negative``: idempotent, commutative,
+        associative."""
         return TurnFlags(
             served_bucket=_min(self.served_bucket, other.served_bucket),
             signal_bucket=_min(self.signal_bucket, other.signal_bucket),
             negative=self.negative or other.negative,
+            served_at=_min(self.served_at, other.served_at),
+            signal_at=_min(self.signal_at, other.signal_at),
         )
 
     def counts(self) -> BucketCounts:
@@ -190,10 +212,11 @@ def turn_flags(
     """
     if isinstance(event, AgentChanged):
         return None
-    b = bucket_start(event.occurred_at, bucket_s)
+    t = event.occurred_at.astimezone(UTC)
+    b = bucket_start(t, bucket_s)
     if isinstance(event, AgentResponse):
-        return TurnFlags(served_bucket=b)
-    return TurnFlags(signal_bucket=b, negative=is_negative(event))
+        return TurnFlags(served_bucket=b, served_at=t)
+    return TurnFlags(signal_bucket=b, negative=is_negative(event), signal_at=t)
 
 
 # --------------------------------------------------------------------------- buckets
@@ -238,6 +261,15 @@ class BucketCounts:
 ZERO = BucketCounts()
 
 
+class Contribution(NamedTuple):
+    """A signed contribution of one turn: ``delta`` in ``bucket``, at exact ``time`` (UTC);
+    ``window.add(*contribution)`` applies it."""
+
+    bucket: datetime
+    delta: BucketCounts
+    time: datetime
+
+
 @dataclass
 class TurnLedger:
     """Folds a batch of observations into turns whose previous flags are known.
@@ -256,15 +288,26 @@ class TurnLedger:
     def observe(self, key: TurnKey, flags: TurnFlags) -> list[tuple[datetime, BucketCounts]]:
         """Fold ``flags`` into turn ``key``; return ``[(bucket, delta), ...]`` (maybe empty)."""
         before = self.current.get(key) or self.previous.get(key)
+        if not self.observe_exact(key, flags):
+            return []
+        return turn_delta(before, self.current[key])
+
+    def observe_exact(self, key: TurnKey, flags: TurnFlags) -> list[Contribution]:
+        """Fold ``flags`` into turn ``key``; return the turn's old contribution withdrawn and
+        its new one added, each at its exact time (empty when nothing changed): what
+        :meth:`AgentWindow.add` needs to count the window's edge bucket turn by turn."""
+        before = self.current.get(key) or self.previous.get(key)
         after = flags if before is None else before.merge(flags)
         if after == before:
             return []
         self.current[key] = after
-        deltas = turn_delta(before, after)
-        for b, d in deltas:
+        for b, d in turn_delta(before, after):
             k = (key[0], b)
             self._net[k] = self._net.get(k, ZERO) + d
-        return deltas
+        out = [] if before is None else [
+            Contribution(before.bucket, ZERO - before.counts(), before.time)]
+        out.append(Contribution(after.bucket, after.counts(), after.time))
+        return out
 
     def changed(self) -> dict[TurnKey, TurnFlags]:
         """Turns whose flags differ from ``previous``, with their final flags."""
@@ -295,9 +338,10 @@ class WindowReport:
     """The negative rate of one agent over one window (what a request and a timeline carry).
 
     Attributes:
-        window_start: first instant counted (UTC, a bucket boundary).
-        window_end: end of the window, exclusive (UTC, a bucket boundary); the window is
-            ``window_end - window_start`` long (24 h by default).
+        window_start: start of the window, exclusive (UTC): ``window_end - 24 h`` for the
+            monitor's window (``docs/operations.md#the-window``), a step boundary in a timeline.
+        window_end: end of the window, inclusive (UTC): the newest event time for the monitor's
+            window; the window is ``window_end - window_start`` long (24 h by default).
         negatives: negative turns in the window.
         turns: the denominator's turns (see ``denominator``).
         served: turns with an ``agent_response`` in the window.
@@ -324,7 +368,7 @@ class WindowReport:
 
     @classmethod
     def of(cls, start: datetime, end: datetime, totals: BucketCounts) -> WindowReport:
-        """Build the report of ``totals`` over ``[start, end)``."""
+        """Build the report of ``totals`` over the window from ``start`` to ``end``."""
         denominator: Denominator = "agent_response" if totals.served else "signalled_turns"
         n, k = totals.turns, totals.negatives
         low, high = wilson_interval(k, n)
@@ -348,13 +392,18 @@ class WindowReport:
 
 
 class AgentWindow:
-    """One agent's buckets over the window ending at its newest event, with running totals.
+    """One agent's turns in the window ``(t - window_s, t]`` ending at its newest event time
+    ``t``, counted exactly, with running totals (``docs/operations.md#the-window``).
 
-    The window is the ``window_s / bucket_s`` whole buckets ending with the bucket that holds
-    the newest event time seen (so its precision is one bucket, 5 min by default). Buckets that
-    fall out of the window are dropped: memory is bounded by ``window_s / bucket_s`` buckets.
-    Deltas for buckets before the window are ignored (they cannot change the current window;
-    the stored buckets keep them for the timeline).
+    Buckets are an index, not the boundary. The buckets wholly inside the window are held as
+    sums; the bucket the window's start ``t - window_s`` falls in (the *edge* bucket) is held
+    turn by turn, as :class:`Contribution` values at exact times, and only those after the
+    start count. When ``t`` moves the edge into a bucket held only as a sum, :attr:`edge_needed`
+    names that bucket: its owner supplies the bucket's turns with :meth:`set_edge` (the monitor
+    reads them from PostgreSQL); until then the bucket's sum stands in. Memory: at most
+    ``window_s / bucket_s + 1`` buckets and the edge bucket's turns, however many events
+    arrive. Contributions before the window are ignored (the stored buckets keep them for the
+    timeline).
     """
 
     def __init__(self, *, window_s: int, bucket_s: int, newest: datetime | None = None) -> None:
@@ -375,42 +424,98 @@ class AgentWindow:
             )
         self.window_s = window_s
         self.bucket_s = bucket_s
+        self._length = timedelta(seconds=window_s)
         self.newest: datetime | None = newest
-        self._buckets: dict[datetime, BucketCounts] = {}
+        self._buckets: dict[datetime, BucketCounts] = {}  # buckets after the edge bucket
+        self._edge: list[tuple[datetime, BucketCounts]] = []  # edge turns inside the window
+        self._edge_sum = ZERO  # edge counts known only as a bucket sum (until set_edge)
         self._totals = ZERO
+        #: The edge bucket whose turns the owner should supply (:meth:`set_edge`), or None.
+        self.edge_needed: datetime | None = None
 
     def bounds(self) -> tuple[datetime, datetime] | None:
-        """``(window_start, window_end)`` of the current window, or ``None`` before any event."""
+        """``(window_start, window_end)``: the window is ``(start, end]``, ``end`` the newest
+        event time; ``None`` before any event."""
         if self.newest is None:
             return None
-        end = bucket_start(self.newest, self.bucket_s) + timedelta(seconds=self.bucket_s)
-        return end - timedelta(seconds=self.window_s), end
+        return self.newest - self._length, self.newest
+
+    def _edge_bucket(self) -> datetime | None:
+        bounds = self.bounds()
+        return None if bounds is None else bucket_start(bounds[0], self.bucket_s)
 
     def load(self, buckets: Iterable[tuple[datetime, BucketCounts]]) -> None:
-        """Add stored bucket counts (restoring after a restart); out-of-window ones are ignored."""
+        """Add stored bucket counts (restoring after a restart); out-of-window ones are ignored.
+        The edge bucket's sum is kept until :meth:`set_edge` supplies its turns."""
         for b, counts in buckets:
             self.add(b, counts)
 
     def advance(self, t: datetime) -> None:
-        """Note an event at ``t``: the window end moves forward if ``t`` is the newest so far."""
+        """Note an event at ``t``: the window end moves forward if ``t`` is the newest so far;
+        what falls out of the window is dropped."""
         if self.newest is not None and t <= self.newest:
             return
+        old_edge = self._edge_bucket()
         self.newest = t
-        start, _ = self.bounds() or (t, t)
-        for b in [b for b in self._buckets if b < start]:
-            self._totals = self._totals - self._buckets.pop(b)
-
-    def add(self, bucket: datetime, delta: BucketCounts) -> None:
-        """Apply ``delta`` to ``bucket`` if the bucket is inside the current window."""
-        bounds = self.bounds()
-        if bounds is None or not bounds[0] <= bucket < bounds[1]:
+        start = t - self._length
+        edge = bucket_start(start, self.bucket_s)
+        if edge == old_edge:
+            gone = [c for c in self._edge if c[0] <= start]
+            if gone:
+                self._edge = [c for c in self._edge if c[0] > start]
+                for _, d in gone:
+                    self._totals = self._totals - d
             return
-        value = self._buckets.get(bucket, ZERO) + delta
-        if value:
-            self._buckets[bucket] = value
+        for _, d in self._edge:
+            self._totals = self._totals - d
+        self._totals = self._totals - self._edge_sum
+        self._edge, self._edge_sum = [], ZERO
+        for b in [b for b in self._buckets if b < edge]:
+            self._totals = self._totals - self._buckets.pop(b)
+        self._edge_sum = self._buckets.pop(edge, ZERO)  # still in the totals
+        self.edge_needed = edge if self._edge_sum else None
+
+    def add(self, bucket: datetime, delta: BucketCounts, time: datetime | None = None) -> None:
+        """Apply ``delta`` (a turn's contribution in ``bucket`` at exact ``time``) if it falls
+        inside the window. Without ``time`` a contribution to the edge bucket counts as part
+        of the bucket's sum (see :attr:`edge_needed`)."""
+        bounds = self.bounds()
+        if bounds is None:
+            return
+        edge = bucket_start(bounds[0], self.bucket_s)
+        if bucket < edge:
+            return
+        if bucket == edge:
+            if time is None:
+                self._edge_sum = self._edge_sum + delta
+                self.edge_needed = edge if self._edge_sum else None
+            elif time > bounds[0]:
+                self._edge.append((time, delta))
+            else:
+                return
         else:
-            self._buckets.pop(bucket, None)
+            value = self._buckets.get(bucket, ZERO) + delta
+            if value:
+                self._buckets[bucket] = value
+            else:
+                self._buckets.pop(bucket, None)
         self._totals = self._totals + delta
+
+    def set_edge(self, bucket: datetime, turns: Iterable[tuple[datetime, BucketCounts]]) -> None:
+        """Replace what is known of the edge ``bucket`` by its turns, ``(exact time, counts)``
+        each (all of the bucket's turns, as stored and as changed since); ignored when
+        ``bucket`` is no longer the edge."""
+        bounds = self.bounds()
+        if bounds is None or bucket != bucket_start(bounds[0], self.bucket_s):
+            return
+        for _, d in self._edge:
+            self._totals = self._totals - d
+        self._totals = self._totals - self._edge_sum
+        self._edge = [(t, d) for t, d in turns if t > bounds[0]]
+        self._edge_sum = ZERO
+        for _, d in self._edge:
+            self._totals = self._totals + d
+        self.edge_needed = None
 
     @property
     def totals(self) -> BucketCounts:
@@ -418,8 +523,9 @@ class AgentWindow:
         return self._totals
 
     def __len__(self) -> int:
-        """Number of non-empty buckets held (at most ``window_s / bucket_s``)."""
-        return len(self._buckets)
+        """Number of buckets held: non-empty whole buckets, plus the edge bucket if it holds
+        anything (at most ``window_s / bucket_s + 1``)."""
+        return len(self._buckets) + int(bool(self._edge or self._edge_sum))
 
     def report(self) -> WindowReport | None:
         """The current window's :class:`WindowReport`, or ``None`` before any event."""
@@ -427,6 +533,42 @@ class AgentWindow:
         if bounds is None:
             return None
         return WindowReport.of(bounds[0], bounds[1], self._totals)
+
+
+class WindowReplay:
+    """The monitor's window arithmetic over a whole input, in memory (a pure replay:
+    benchmarks and tests predict the monitor's decisions with it). Where the monitor reads an
+    edge bucket's turns from PostgreSQL, the replay takes them from its own ledger.
+
+    Attributes:
+        ledger: every turn seen, with its flags (``ledger.current``).
+        windows: one :class:`AgentWindow` per agent.
+    """
+
+    def __init__(self, *, window_s: int, bucket_s: int) -> None:
+        """Start empty; ``window_s`` / ``bucket_s`` as for :class:`AgentWindow`."""
+        self.window_s, self.bucket_s = window_s, bucket_s
+        self.ledger = TurnLedger(previous={})
+        self.windows: dict[str, AgentWindow] = {}
+        self._by_bucket: dict[tuple[str, datetime], set[TurnKey]] = {}
+
+    def observe(self, key: TurnKey, flags: TurnFlags, at: datetime) -> AgentWindow:
+        """Fold one event at time ``at`` into its agent's window, as the monitor does; return
+        the window."""
+        agent = key[0]
+        w = self.windows.get(agent)
+        if w is None:
+            w = self.windows[agent] = AgentWindow(window_s=self.window_s, bucket_s=self.bucket_s)
+        w.advance(at)
+        edge = w.edge_needed
+        if edge is not None:
+            current = self.ledger.current
+            turns = (current[k] for k in self._by_bucket.get((agent, edge), ()))
+            w.set_edge(edge, [(f.time, f.counts()) for f in turns if f.bucket == edge])
+        for c in self.ledger.observe_exact(key, flags):
+            w.add(*c)
+            self._by_bucket.setdefault((agent, c.bucket), set()).add(key)
+        return w
 
 
 def rolling_reports(

@@ -40,7 +40,7 @@ from evalloop.core.evaluation.results import (
     summarise,
 )
 from evalloop.core.evaluation.scoring import error_result, score_response, unscored_result
-from evalloop.core.redaction import redact_url, strip_credentials
+from evalloop.core.redaction import stored_url
 from evalloop.errors import FieldProblem
 
 __all__ = ["ResponseSource", "load_responses_file", "rich_progress", "run_eval", "write_outputs"]
@@ -78,15 +78,6 @@ def _score(case: EvalCase, raw: _Raw, label: str) -> CaseResult:
     if isinstance(raw, MalformedResponse):
         return error_result(case, AgentFailure(kind=raw.kind, message=raw.message, attempts=0))
     return score_response(case, raw, response_format="canned", attempts=0)
-
-
-def _stored_endpoint(url: str) -> str:
-    """``url`` as stored and published: without credentials, or ``"<unparseable URL>"``
-    when it cannot be parsed (every case then failed as ``unsupported_url``)."""
-    try:
-        return strip_credentials(url)
-    except ValueError:
-        return redact_url(url)
 
 
 async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurrency: int = 8,
@@ -161,7 +152,7 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     return EvalRun(
         run_id=run_id or uuid4(), started_at=started, finished_at=datetime.now(UTC),
         # stored and published: never with credentials (docs/security.md#secrets)
-        endpoint=_stored_endpoint(source.endpoint) if isinstance(source, AgentClient) else None,
+        endpoint=stored_url(source.endpoint) if isinstance(source, AgentClient) else None,
         source="endpoint" if isinstance(source, AgentClient) else "responses_file",
         eval_source=eval_source, agent_id=agent_id,
         golden_set_version_id=golden_set_version_id, job_id=job_id,

@@ -42,7 +42,8 @@ _GOLDEN_FAQ_CASES = 24
 _KB_DIR = Path(__file__).resolve().parent.parent / "data" / "kb"
 _CREATED_AT = "2024-05-01T00:00:00Z"
 _CREATED_BY = "evalloop.replay.build_sample (FeedbackQA faq_base)"
-#: Gate cases of the golden set (seed 003: adversarial and sensitive cases belong in every set).
+#: Gate cases of the golden set (adversarial and sensitive cases belong in every set:
+#: docs/rules.md#eval-set-size-and-coverage).
 _GATE_CASES: tuple[dict[str, Any], ...] = (
     {
         "id": "uk-refuse-001",

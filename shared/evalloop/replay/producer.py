@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import httpx
 
 from evalloop.adapters.bus import Bus
+from evalloop.core.redaction import redact_url
 from evalloop.errors import BusError, ConfigError
 from evalloop.events import FeedbackEvent, dump_event
 from evalloop.replay.schedule import ScheduledEvent
@@ -58,6 +59,7 @@ class IngestSink:
     def __init__(self, client: httpx.AsyncClient, url: str) -> None:
         """Send with ``client`` to ``url`` (the service's base URL, e.g. ``http://host:8080``)."""
         self.client, self.endpoint = client, url.rstrip("/") + "/v1/events"
+        self._shown = redact_url(self.endpoint)  # for messages (docs/security.md#secrets)
 
     async def send(self, events: Sequence[FeedbackEvent]) -> None:
         """POST ``events`` as a JSON array (see :class:`EventSink`).
@@ -73,15 +75,15 @@ class IngestSink:
                 headers={"Content-Type": "application/json"},
             )
         except httpx.HTTPError as exc:
-            raise BusError(f"POST {self.endpoint} failed: {exc!r}") from exc
+            raise BusError(f"POST {self._shown} failed: {exc!r}") from exc
         if resp.status_code != 202:
             raise BusError(
-                f"POST {self.endpoint}: expected 202, got {resp.status_code}: {resp.text[:500]}"
+                f"POST {self._shown}: expected 202, got {resp.status_code}: {resp.text[:500]}"
             )
         accepted = resp.json().get("accepted", [])
         if len(accepted) != len({e.event_id for e in events}):
             raise BusError(
-                f"POST {self.endpoint}: {len(events)} events sent, {len(accepted)} accepted"
+                f"POST {self._shown}: {len(events)} events sent, {len(accepted)} accepted"
             )
 
 

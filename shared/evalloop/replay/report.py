@@ -197,7 +197,10 @@ def _timings(report: DemoReport, console: Console) -> None:
     parts = ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items() if k != "total")
     console.print(f"[bold]wall time {report.timings.get('total', 0.0):.1f} s[/] ({parts})")
     if report.kept:
-        console.print(f"database kept: {report.dsn}  (EVALLOOP_POSTGRES__DSN={report.dsn} "
+        from evalloop.core.redaction import redact_url
+
+        shown = redact_url(report.dsn)  # a password is never printed (docs/security.md#secrets)
+        console.print(f"database kept: {shown}  (EVALLOOP_POSTGRES__DSN={shown} "
                       "evalloop queue list / evalloop jobs list)")
 
 

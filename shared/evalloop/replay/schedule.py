@@ -339,7 +339,8 @@ def turn_events(
     """The wire events of one turn served at ``at``.
 
     One ``agent_response`` (question, answer, context chunks, latency) at ``at``; one
-    ``user_rating`` per rater (thumbs from the label, the explanation as comment) 3 s-20 min
+    ``user_rating`` per rater (thumbs and the 1-5 score from the label, the explanation as
+    comment) 3 s-20 min
     later (log-normal, median 45 s); for episodes an ``escalation`` 20-110 s and a
     ``conversation_outcome`` 2-15 min later. Event ids: :func:`event_id_for` of ``key``;
     ``conversation_id`` = ``key``, ``turn_id`` = ``"1"`` (single-turn conversations).
@@ -377,6 +378,7 @@ def turn_events(
                 event_id=event_id_for(key, f"rating/{i}"),
                 occurred_at=at + _delay(rng, 45, 1.0, 3, 1200),
                 thumbs=rating.thumbs,
+                score=rating.score,
                 comment=rating.comment,
                 **common,
             )

@@ -15,6 +15,7 @@ from typing import Literal
 from uuid import UUID, uuid5
 
 __all__ = [
+    "LABEL_SCORES",
     "NEGATIVE_LABELS",
     "POSITIVE_LABELS",
     "REPLAY_NAMESPACE",
@@ -35,6 +36,11 @@ REPLAY_NAMESPACE = UUID("0b5f7d0e-6a34-5c1e-9a0f-3c2d8e71b4a6")
 #: Improved/Bad negative").
 POSITIVE_LABELS = frozenset({"Excellent", "Acceptable"})
 NEGATIVE_LABELS = frozenset({"Could be Improved", "Bad"})
+#: FeedbackQA's four-point scale on the ``user_rating`` 1-5 ``score`` (``docs/review.md#ranking``):
+#: the event carries how bad, not only thumbs. 3 (neutral) is unused; 1-2 are negative and
+#: 4-5 positive under the fusion defaults, as the labels are.
+LABEL_SCORES: dict[str, int] = {"Bad": 1, "Could be Improved": 2, "Acceptable": 4,
+                                "Excellent": 5}
 
 #: Which pool a turn is drawn from when scheduled: ``served`` (no feedback), ``positive``
 #: (every rater positive), ``negative`` (every rater negative), ``mixed`` (raters disagree),
@@ -84,6 +90,12 @@ class Rating:
     def thumbs(self) -> Literal["up", "down"]:
         """``"up"`` or ``"down"`` (see :func:`thumbs_for`)."""
         return thumbs_for(self.label)
+
+    @property
+    def score(self) -> int:
+        """The label on the 1-5 scale (:data:`LABEL_SCORES`)."""
+        thumbs_for(self.label)  # raises with the expected labels named
+        return LABEL_SCORES[self.label]
 
 
 @dataclass(frozen=True, slots=True)

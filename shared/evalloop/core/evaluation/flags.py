@@ -26,15 +26,16 @@ __all__ = [
     "review_reasons",
 ]
 
-#: Fewer words than this is "very short" (seed 003 names the flag; 10 words is evalloop's
-#: threshold: below it an HR answer rarely states a rule and its condition).
+#: Fewer words than this is "very short" (``docs/rules.md#refusal-and-escalation-gates``
+#: names the flag; 10 words is evalloop's threshold: below it an HR answer rarely states a rule
+#: and its condition).
 VERY_SHORT_WORDS = 10
 #: More words than this is "very long" (a chat answer a user will not read to the end).
 VERY_LONG_WORDS = 400
 
 FLAG_DOCS: dict[str, str] = {
     "response_empty": "the agent answered with no text at all",
-    "response_very_short": f"fewer than {VERY_SHORT_WORDS} words (seed 003); not raised when "
+    "response_very_short": f"fewer than {VERY_SHORT_WORDS} words; not raised when "
                            "the short answer is exactly the expected refusal or hand-off",
     "response_very_long": f"more than {VERY_LONG_WORDS} words",
     "possibly_truncated": "20+ words ending without closing punctuation (a cut stream or a "
@@ -280,8 +281,8 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
 def review_reasons(case: EvalCase, flags: list[Flag], *, unscored: bool = False) -> list[str]:
     """Say why a human must look at this case (empty list: automated scoring suffices).
 
-    Reasons (seed 003: "automated scoring cannot reliably evaluate tone, emotional
-    appropriateness, or nuanced escalation decisions"):
+    Reasons (``docs/rules.md#human-review``: "automated scoring cannot reliably evaluate
+    tone, emotional appropriateness, or nuanced escalation decisions"):
 
     * ``unscored``: no response could be scored (e.g. missing from a responses file);
     * ``sensitive case: tone and emotional appropriateness``: category ``sensitive``;

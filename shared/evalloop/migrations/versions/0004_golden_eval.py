@@ -4,16 +4,16 @@ Revision ID: 0004
 
 * ``golden_sets``: one row per (agent, golden set); ``latest_version`` is bumped under the row
   lock when a version is added (serialises concurrent imports of one set).
-* ``golden_set_versions``: immutable versions (DESIGN.md "Golden sets": "confirming, editing or
+* ``golden_set_versions``: immutable versions (``docs/rules.md#golden-set-format``: "confirming, editing or
   retiring a case makes a new version with a parent and a diff"); ``diff`` = ``{"added",
   "removed", "changed"}`` case ids against the parent; ``content_hash`` = SHA-256 of the
   canonical cases (an identical re-import is a no-op).
-* ``golden_cases``: the cases of one version (seed 004 fields + seed 003's refusal/escalation
+* ``golden_cases``: the cases of one version (golden-set JSON fields + the eval set's refusal/escalation
   expectations, category, expected behaviour, notes); ``position`` keeps file order.
   Rows of both tables are never updated or deleted (triggers refuse it).
 * ``eval_runs`` / ``eval_results``: a run (pinned to a golden-set version when it ran one) and
-  its per-case results. ``scores`` / ``composite`` / ``judge`` stay NULL until the seed 004
-  judge (a later issue) fills them.
+  its per-case results. ``scores`` / ``composite`` / ``judge`` stay NULL until the
+  judge fills them.
 * ``agents``: the agent registry (endpoint URL, auth header *name* and the *name of the
   environment variable* holding its value -- never the secret --, response format).
 """

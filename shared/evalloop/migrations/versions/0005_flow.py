@@ -1,4 +1,5 @@
-"""Dead letters of the recorder, kept once per letter id (an outbox for the DLQ topic).
+"""Dead letters kept once per letter id (an outbox for the DLQ topic); exact turn times for
+the monitor's window.
 
 Revision ID: 0005
 
@@ -7,12 +8,17 @@ Revision ID: 0005
   redelivered batch adds no letter. ``published_at`` is the outbox mark: set once the letter was
   acked on ``feedback.events.dlq.v1``, in ``seq`` order (the order they were stored); rows still NULL are published by the recorder after its
   next batch and at start (``docs/operations.md#dead-letters``).
+* ``monitor_turns.served_at`` / ``signal_at``: the exact times of a turn's earliest
+  ``agent_response`` / signal (the bucket columns stay: buckets are the index). The window's
+  edge bucket is read turn by turn (``docs/operations.md#the-window``), by the new index on
+  ``(agent_id, bucket_start)``. Rows stored before this revision have no exact time: their
+  bucket start stands in.
 """
 
 from evalloop.migrations import execute_script
 
 revision = "0005"
-down_revision = "0004"
+down_revision = "0010"  # after the migrations merged into main before it (re-chained)
 branch_labels = None
 depends_on = None
 
@@ -36,9 +42,19 @@ def upgrade() -> None:
         );
         CREATE INDEX dead_letters_unpublished ON dead_letters (seq)
             WHERE published_at IS NULL;
+
+        ALTER TABLE monitor_turns ADD COLUMN served_at timestamptz,
+                                  ADD COLUMN signal_at timestamptz;
+        CREATE INDEX monitor_turns_bucket ON monitor_turns (agent_id, bucket_start);
         """
     )
 
 
 def downgrade() -> None:
-    execute_script("DROP TABLE dead_letters;")
+    execute_script(
+        """
+        DROP INDEX monitor_turns_bucket;
+        ALTER TABLE monitor_turns DROP COLUMN served_at, DROP COLUMN signal_at;
+        DROP TABLE dead_letters;
+        """
+    )

@@ -1,0 +1,1 @@
+"""The web app as a deployable (``evalloop up`` runs it beside the stream services)."""

@@ -1,0 +1,2 @@
+"""Human review: the review HTTP JSON API and the golden-set publication outbox
+(``docs/review.md``)."""
