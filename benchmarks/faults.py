@@ -821,9 +821,14 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
                                           deadline_s=args.duration * 3 + 300))
         while not sender.done():
             stack.check_alive()
-            lag = await total_lag(servers.bootstrap, stack.topics)
+            try:
+                per_group = {g: end - done for (_, g), (end, done) in
+                             (await group_offsets(servers.bootstrap, stack.topics)).items()}
+            except Exception:
+                per_group = {}
+            lag = sum(per_group.values()) if per_group else -1
             samples.append({"t": round(time.monotonic() - t0, 1), "accepted": sent.accepted,
-                            "lag": lag, "rss_kb": stack.rss_kb()})
+                            "lag": lag, "lag_by_group": per_group, "rss_kb": stack.rss_kb()})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(sender), args.sample)
         await sender
@@ -847,11 +852,14 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
                      "steady_slope_mb_per_min": round(
                          _slope([s["t"] for s in steady], st) * 60, 3)}
     lags = [s["lag"] for s in samples if s["lag"] >= 0]
+    by_group = {g: max(s["lag_by_group"].get(g, 0) for s in samples)
+                for s0 in samples[:1] for g in s0["lag_by_group"]}
     result |= {
         "scenario": "soak", "rate_target": args.rate, "duration_s": args.duration,
         "rate_achieved": round(sent.accepted / send_s, 1), "send_s": round(send_s, 1),
         "settle_s": round(settle_s, 1), "rss": rss,
         "lag_max": max(lags) if lags else None,
+        "lag_max_by_group": by_group,
         "lag_mean": round(sum(lags) / len(lags), 1) if lags else None,
         "lag_steady_slope_per_min": round(_slope(
             [s["t"] for s in steady if s["lag"] >= 0],
