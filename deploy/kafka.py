@@ -7,6 +7,7 @@ Usage::
     python deploy/kafka.py start                 # prints the bootstrap address (only) on stdout
     python deploy/kafka.py status                # exit 0 when running, 1 when not
     python deploy/kafka.py stop                  # SIGTERM, then SIGKILL after --grace seconds
+    python deploy/kafka.py restart [--kill]      # same ports and data; --kill = SIGKILL first
 
 ``start`` fetches when needed, wipes ``--home`` (default /var/tmp/evalloop/kafka), formats KRaft
 storage, runs one combined broker+controller on 127.0.0.1 with free ports, and returns once an
@@ -28,6 +29,7 @@ from evalloop.adapters.local_kafka import (
     fetch,
     is_running,
     read_state,
+    restart,
     start,
     stop,
 )
@@ -49,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     p_stop = sub.add_parser("stop", parents=[common], help="stop the broker recorded in --home")
     p_stop.add_argument("--grace", type=float, default=20.0, help="seconds before SIGKILL")
     sub.add_parser("status", parents=[common], help="print the running broker's address")
+    p_restart = sub.add_parser("restart", parents=[common],
+                               help="stop and start the broker again, keeping its data and ports")
+    p_restart.add_argument("--kill", action="store_true", help="SIGKILL instead of SIGTERM")
+    p_restart.add_argument("--grace", type=float, default=20.0, help="seconds before SIGKILL")
+    p_restart.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for ready")
     args = parser.parse_args(argv)
 
     try:
@@ -63,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
             server = asyncio.run(start(libs, args.home, timeout_s=args.timeout))
             print(f"Kafka ready at {server.bootstrap} (pid {server.pid}) in "
                   f"{server.started_s:.1f} s; log {server.log_path}", file=sys.stderr)
+            print(server.bootstrap)
+        elif args.cmd == "restart":
+            libs = fetch(POM, args.cache)
+            server = asyncio.run(restart(libs, args.home, grace_s=args.grace, kill=args.kill,
+                                         timeout_s=args.timeout))
+            print(f"Kafka back at {server.bootstrap} (pid {server.pid}) in "
+                  f"{server.started_s:.1f} s", file=sys.stderr)
             print(server.bootstrap)
         elif args.cmd == "stop":
             server = stop(args.home, grace_s=args.grace)

@@ -197,7 +197,15 @@ def build_http_app(
                 413, "payload_too_large",
                 f"expected a body of at most {limit} bytes, received {declared} bytes",
             )
-        body = await _read_body(request, limit)
+        try:
+            async with asyncio.timeout(settings.ingest.body_timeout_s):
+                body = await _read_body(request, limit)
+        except TimeoutError:
+            return _error(
+                408, "request_timeout",
+                f"expected the whole body within {settings.ingest.body_timeout_s:g} s, "
+                "received part of it; send it again, faster",
+            )
         if body is None:
             return _error(
                 413, "payload_too_large",
@@ -229,15 +237,22 @@ def build_http_app(
             events = redact_events(events)
         now = utc_now()
         stamped = [e.model_copy(update={"received_at": now}) for e in events]
+        deadline = settings.ingest.publish_timeout_s
         try:
-            await request.app.state.bus.publish_batch(
-                topic, [(e.agent_id, dump_event(e)) for e in stamped]
-            )
-        except BusError as exc:
-            log.warning("ingest: publishing %d events failed: %s", len(stamped), exc)
+            # bounded: with the broker down the producer would wait for it for a long time
+            # (docs/operations.md#faults-measured); a batch timed out here may still be
+            # delivered, and its retry is then an identical duplicate the recorder drops
+            async with asyncio.timeout(deadline):
+                await request.app.state.bus.publish_batch(
+                    topic, [(e.agent_id, dump_event(e)) for e in stamped]
+                )
+        except (BusError, TimeoutError) as exc:
+            reason = (f"the broker did not acknowledge them within {deadline:g} s"
+                      if isinstance(exc, TimeoutError) else str(exc))
+            log.warning("ingest: publishing %d events failed: %s", len(stamped), reason)
             return _error(
                 503, "bus_unavailable",
-                f"the events could not be published ({exc}); send the batch again: an "
+                f"the events could not be published ({reason}); send the batch again: an "
                 "event_id already stored is not counted twice",
             )
         return JSONResponse({"accepted": [str(e.event_id) for e in stamped]}, status_code=202)

@@ -121,6 +121,18 @@ class IngestSettings(BaseModel):
     max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0, description="largest body, bytes")
     max_records: int = Field(1000, gt=0, description="most records per request")
     max_errors: int = Field(100, gt=0, description="most invalid records described per answer")
+    publish_timeout_s: float = Field(
+        5.0, gt=0, description="seconds the broker has to acknowledge a batch before ingest "
+        "answers 503 (docs/operations.md#faults-measured)"
+    )
+    head_timeout_s: float = Field(
+        10.0, gt=0, description="seconds a connection has to send a whole request head (line "
+        "and headers) before it is closed (slowloris; docs/operations.md#tried-as-an-attacker)"
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0, description="seconds a client has to send the whole body before ingest "
+        "answers 408 (a slow body holds a connection; docs/operations.md#tried-as-an-attacker)"
+    )
 
     # API keys and rate limits (docs/security.md#api-keys, #rate-limits).
     rate_limit: str = Field(

@@ -4,8 +4,10 @@ of many empty records is refused by count, errors are capped, deep nesting is a 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +19,7 @@ import services.ingest.app as ingest_app
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.key_store import create_key
 from evalloop.events import BatchLimits, FeedbackEvent
-from evalloop.settings import Settings
+from evalloop.settings import IngestSettings, Settings
 from evalloop.topics import Topics
 from services.ingest.app import build_http_app
 
@@ -119,3 +121,67 @@ def test_one_limit_in_one_place() -> None:
     # ingest's settings and parse_events' default are the same limits
     assert Settings().ingest.limits() == BatchLimits()
     assert BatchLimits().max_body_bytes == 10 * 1024 * 1024
+
+
+class SilentBus:
+    """A bus (our own port) whose broker never acknowledges: a stopped broker, as the
+    producer sees it while it waits for the broker to come back."""
+
+    async def publish(self, topic: str, value: bytes, *, key: str | None = None,
+                      headers: Any = None) -> None:
+        await asyncio.Event().wait()
+
+    async def publish_batch(self, topic: str, items: list[tuple[str | None, bytes]]) -> None:
+        await asyncio.Event().wait()
+
+
+async def _client_for(app: Any, pool: asyncpg.Pool) -> httpx.AsyncClient:
+    new, _ = await create_key(pool, "limits", agent_ids=None, rate_limit="100000/second")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ingest",
+                             headers={"Authorization": f"Bearer {new.token}"})
+
+
+async def test_a_stopped_broker_is_503_within_the_publish_timeout(pool: asyncpg.Pool) -> None:
+    settings = Settings(ingest=IngestSettings(publish_timeout_s=0.3))
+    app = build_http_app(settings, bus=SilentBus(), pool=pool)
+    event = {"event_type": "user_rating", "event_id": "00000000-0000-0000-0000-000000000001",
+             "agent_id": "who", "conversation_id": "c1", "turn_id": "t1",
+             "occurred_at": "2025-03-01T14:00:00+02:00", "thumbs": "down"}
+    async with await _client_for(app, pool) as client:
+        t0 = time.monotonic()
+        r = await client.post("/v1/events", content=json.dumps(event), headers=JSON)
+        took = time.monotonic() - t0
+    assert r.status_code == 503
+    assert r.json() == {
+        "error": "bus_unavailable",
+        "message": "the events could not be published (the broker did not acknowledge them "
+                   "within 0.3 s); send the batch again: an event_id already stored is not "
+                   "counted twice",
+    }
+    assert 0.3 <= took < 10.0  # bounded by the timeout, not by the producer's own wait
+
+
+async def test_a_slow_body_is_408_after_the_body_timeout(
+    pool: asyncpg.Pool, bus: InProcessBus
+) -> None:
+    # slowloris: the body trickles in; the connection is not held for ever
+    settings = Settings(ingest=IngestSettings(body_timeout_s=0.3))
+    app = build_http_app(settings, bus=bus, pool=pool)
+
+    async def trickle() -> AsyncIterator[bytes]:
+        yield b"["
+        await asyncio.sleep(5.0)
+        yield b"]"
+
+    async with await _client_for(app, pool) as client:
+        t0 = time.monotonic()
+        r = await client.post("/v1/events", content=trickle(), headers=JSON)
+        took = time.monotonic() - t0
+    assert r.status_code == 408
+    assert r.json() == {
+        "error": "request_timeout",
+        "message": "expected the whole body within 0.3 s, received part of it; send it again, "
+                   "faster",
+    }
+    assert took < 5.0
+    assert bus.topic_size(TOPIC) == 0

@@ -153,3 +153,15 @@ def test_case_text_order_and_missing_parts() -> None:
     assert case_text(None, "the answer", None) == "the answer"
     assert case_text("  ", None, "c") == "c"
     assert case_text(None, None, None) == ""
+
+
+def test_everything_joining_in_the_first_round_ends_the_rounds() -> None:
+    # Observed in the soak: more negatives than one linkage sample, all alike (one templated
+    # complaint), so every point outside the sample joined its cluster in round 1; round 2 then
+    # ran a linkage on no points and raised, and triage re-received that batch for ever.
+    x = np.tile(np.array([[1.0, 0.0, 0.0]]), (30, 1))
+    x[::2, 1] = 0.01
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    c = recluster(x, ClusterParams(sample_size=10, seed=3))
+    assert c.labels.tolist() == [0] * 30
+    assert c.sizes.tolist() == [30]

@@ -26,6 +26,7 @@ import asyncio
 import itertools
 import random
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -156,6 +157,50 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
+#: zlib window bits per Content-Encoding the client asks for (16+: a gzip header).
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class _Inflater:
+    """Bounded decoding of a ``gzip`` or ``deflate`` body (the encodings the client asks for).
+
+    Raises ``_AttemptFailed("bad_content_encoding")`` for any other encoding and for a body
+    that is not what its ``Content-Encoding`` says.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        if encoding not in _WBITS:
+            raise _AttemptFailed("bad_content_encoding", f"body does not match its "
+                                 f"Content-Encoding: {encoding!r} is not gzip or deflate (the "
+                                 "encodings asked for)")
+        self.encoding = encoding
+        self._z = zlib.decompressobj(_WBITS[encoding])
+        self._started = False
+
+    def feed(self, data: bytes, out: bytearray, cap: int) -> None:
+        """Append the decoded form of ``data`` to ``out``, stopping once ``out`` is over
+        ``cap`` bytes."""
+        while data and len(out) <= cap:
+            try:
+                out += self._z.decompress(data, cap + 1 - len(out))
+            except zlib.error as exc:
+                if self.encoding == "deflate" and not self._started:
+                    # some servers send raw deflate (no zlib header): what httpx accepts too
+                    self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+                    self._started = True
+                    continue
+                raise _AttemptFailed("bad_content_encoding", f"body does not match its "
+                                     f"Content-Encoding: {exc}") from exc
+            self._started = True
+            data = self._z.unconsumed_tail
+
+    def finish(self) -> None:
+        """Check the stream ended where it should (a truncated gzip body is an error)."""
+        if not self._z.eof and self.encoding != "deflate":
+            raise _AttemptFailed("bad_content_encoding", "body does not match its "
+                                 "Content-Encoding: the compressed stream is truncated")
+
+
 class AgentClient:
     """Async client for one agent endpoint; use as ``async with AgentClient(...) as client``.
 
@@ -205,8 +250,9 @@ class AgentClient:
         self.format_hint = format_hint
         self.max_body_bytes = max_body_bytes
         self._random = random.Random(jitter_seed)
+        # only encodings _Inflater decodes under the cap (httpx would add br/zstd if installed)
         self._headers = {"accept": "application/json, text/event-stream, text/plain",
-                         **(headers or {})}
+                         "accept-encoding": "gzip, deflate", **(headers or {})}
         self._shared: httpx.AsyncClient | None = None
         if transport is not None:
             self._shared = httpx.AsyncClient(
@@ -244,20 +290,29 @@ class AgentClient:
                 await client.aclose()
 
     async def _read(self, response: httpx.Response) -> bytes:
+        """The body, decoded (gzip/deflate) under the size cap: the decompressor never
+        produces more than the cap allows, so a small compressed bomb costs at most the cap in
+        memory and stops at once (httpx would inflate each received chunk whole)."""
+        status = response.status_code
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _AttemptFailed("too_large", f"reply of {int(declared)} bytes (Content-Length) "
                                               f"is over the {self.max_body_bytes}-byte cap; not "
-                                              "read", response.status_code)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > self.max_body_bytes:
+                                              "read", status)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        decoder = _Inflater(encoding) if encoding not in ("", "identity") else None
+        body = bytearray()
+        async for raw in response.aiter_raw():
+            if decoder is None:
+                body += raw
+            else:
+                decoder.feed(raw, body, self.max_body_bytes)
+            if len(body) > self.max_body_bytes:
                 raise _AttemptFailed("too_large", f"reply over the {self.max_body_bytes}-byte "
-                                                  "cap; reading stopped", response.status_code)
-            chunks.append(chunk)
-        return b"".join(chunks)
+                                                  "cap; reading stopped", status)
+        if decoder is not None:
+            decoder.finish()
+        return bytes(body)
 
     async def _exchange(self, client: httpx.AsyncClient, payload: dict[str, object],
                         on_sent: Callable[[], None] | None) -> tuple[bytes, httpx.Headers, int]:

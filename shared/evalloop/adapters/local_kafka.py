@@ -44,6 +44,7 @@ __all__ = [
     "is_running",
     "kafka_version",
     "read_state",
+    "restart",
     "start",
     "stop",
 ]
@@ -314,6 +315,57 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0) -> LocalKafk
         _terminate(proc.pid, grace_s=2.0)
         raise
     server = LocalKafka(bootstrap, proc.pid, home, log_path, round(time.monotonic() - t0, 2))
+    (home / _STATE).write_text(server.to_json())
+    return server
+
+
+def _launch(libs: Path, home: Path) -> subprocess.Popen[bytes]:
+    """Launch the broker JVM on ``home``'s existing ``server.properties`` and data."""
+    with (home / "kafka.log").open("ab") as log:
+        return subprocess.Popen(
+            _java(libs, home, "kafka.Kafka", str(home / "server.properties")),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, cwd=home,
+        )
+
+
+async def restart(libs: Path, home: Path, *, grace_s: float = 20.0, kill: bool = False,
+                  timeout_s: float = 90.0) -> LocalKafka:
+    """Stop the broker recorded in ``home`` and start it again on the same ports and data (a
+    broker restart, as opposed to :func:`start`, which formats fresh storage).
+
+    Args:
+        libs: the jar folder from :func:`fetch`.
+        home: the state directory of a broker :func:`start` launched.
+        grace_s: seconds to wait for a clean shutdown before SIGKILL.
+        kill: SIGKILL at once (a crash) instead of a clean shutdown.
+        timeout_s: seconds to wait for ``describe_cluster()`` to answer after the launch.
+
+    Raises:
+        KafkaLaunchError: no broker is recorded in ``home``, or it did not come back in time.
+    """
+    home = home.expanduser().resolve()  # noqa: ASYNC240 (a path computation, no I/O)
+    old = read_state(home)
+    if old is None:
+        raise KafkaLaunchError(f"no broker recorded in {home}: start one first")
+    t0 = time.monotonic()
+    if kill and is_running(old.pid):
+        os.kill(old.pid, signal.SIGKILL)
+        for _ in range(100):
+            _reap(old.pid)
+            if not is_running(old.pid):
+                break
+            await asyncio.sleep(0.05)
+    else:
+        await asyncio.to_thread(_terminate, old.pid, grace_s)
+    proc = await asyncio.to_thread(_launch, libs, home)
+    try:
+        await _wait_ready(old.bootstrap, proc, old.log_path, timeout_s)
+    except BaseException:
+        _terminate(proc.pid, grace_s=2.0)
+        raise
+    server = LocalKafka(old.bootstrap, proc.pid, home, old.log_path,
+                        round(time.monotonic() - t0, 2))
     (home / _STATE).write_text(server.to_json())
     return server
 

@@ -218,6 +218,8 @@ def recluster(x: npt.ArrayLike, params: ClusterParams | None = None) -> Clusteri
     cents_all: list[Vectors] = []
     remaining = np.arange(n)
     for _ in range(p.max_rounds):
+        if remaining.size == 0:
+            break  # every point joined a cluster in an earlier round
         if remaining.size <= p.sample_size:
             sub = average_linkage(xs[remaining], p.threshold)
             labels[remaining] = sub + next_label
