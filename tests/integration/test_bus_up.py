@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
+from collections.abc import Callable
 
 import asyncpg
 import httpx
@@ -99,7 +100,7 @@ async def test_ingest_recorder_monitor_run_together_report_health_and_stop(
 
 
 async def _standalone_health(
-    settings: Settings, until: object = None
+    settings: Settings, until: Callable[[httpx.Response], bool] | None = None
 ) -> tuple[httpx.Response, httpx.Response]:
     """Run ``evalloop up --service monitor``'s services (no ingest) and read the health port.
 
@@ -118,7 +119,7 @@ async def _standalone_health(
                     while True:  # the state is owned by the service's tasks: poll it
                         try:
                             ready = await client.get("/readyz")
-                            if done(ready):  # type: ignore[operator]
+                            if done(ready):
                                 return ready, await client.get("/healthz")
                         except httpx.TransportError:
                             pass
