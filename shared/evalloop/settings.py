@@ -20,6 +20,7 @@ __all__ = [
     "AgentEndpoint",
     "EvaluatorSettings",
     "FusionSettings",
+    "HealthSettings",
     "IngestSettings",
     "KafkaSettings",
     "MonitorSettings",
@@ -110,6 +111,14 @@ def _refuse_default_password(url: str, setting: str) -> None:
             f"{setting} uses a known default password ({weak}) for the non-loopback host "
             f"{host}: set a strong one (docs/security.md#secrets)"
         )
+
+
+class HealthSettings(BaseModel):
+    """Where ``evalloop up`` serves ``GET /healthz`` and ``GET /readyz`` when ingest is not in
+    the process (``evalloop up --service recorder``; ``docs/operations.md#supervision``)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8081, gt=0, lt=65536, description="TCP port of /healthz and /readyz")
 
 
 class IngestSettings(BaseModel):
@@ -464,3 +473,4 @@ class Settings(BaseSettings):
     retention: RetentionSettings = RetentionSettings()
     web: WebSettings = WebSettings()
     readiness: ReadinessSettings = ReadinessSettings()
+    health: HealthSettings = HealthSettings()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
+from collections.abc import Callable
 
 import asyncpg
 import httpx
@@ -13,7 +14,14 @@ import typer
 
 from evalloop.adapters.key_store import create_key
 from evalloop.cli.up import SERVICES, available_services, load_service, run_services
-from evalloop.settings import IngestSettings, KafkaSettings, PostgresSettings, Settings
+from evalloop.settings import (
+    HealthSettings,
+    IngestSettings,
+    KafkaSettings,
+    PostgresSettings,
+    Settings,
+)
+from services.monitor.service import MonitorService
 
 WAIT_S = 60.0  # bound on the whole flow (not a timing assertion)
 
@@ -89,6 +97,85 @@ async def test_ingest_recorder_monitor_run_together_report_health_and_stop(
     finally:
         await conn.close()
     assert ids == {e["event_id"] for e in events}
+
+
+async def _standalone_health(
+    settings: Settings, until: Callable[[httpx.Response], bool] | None = None
+) -> tuple[httpx.Response, httpx.Response]:
+    """Run ``evalloop up --service monitor``'s services (no ingest) and read the health port.
+
+    Polls ``/readyz`` until ``until(body)`` holds (default: the answer is 200), then returns
+    ``(readyz, healthz)`` and stops the process.
+    """
+    port = _free_port()
+    settings = settings.model_copy(update={"health": HealthSettings(port=port)})
+    stop = asyncio.Event()
+
+    async def probe() -> tuple[httpx.Response, httpx.Response]:
+        done = until or (lambda r: r.status_code == 200)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            try:
+                async with asyncio.timeout(WAIT_S):
+                    while True:  # the state is owned by the service's tasks: poll it
+                        try:
+                            ready = await client.get("/readyz")
+                            if done(ready):
+                                return ready, await client.get("/healthz")
+                        except httpx.TransportError:
+                            pass
+                        await asyncio.sleep(0.1)
+            finally:
+                stop.set()
+
+    async with asyncio.timeout(WAIT_S * 2):
+        async with asyncio.TaskGroup() as tg:
+            runner = tg.create_task(run_services(["monitor"], settings, stop))
+            answers = tg.create_task(probe())
+    assert runner.exception() is None
+    return answers.result()
+
+
+async def test_a_service_run_alone_serves_healthz_and_readyz(settings: Settings) -> None:
+    ready, health = await _standalone_health(settings)
+    assert ready.status_code == 200
+    body = ready.json()
+    assert (body["status"], body["ready"]) == ("ok", True)
+    assert [(s["service"], s["status"], s["ready"]) for s in body["services"]] == [
+        ("monitor", "ok", True)]
+    assert [(h["name"], h["state"], h["restarts"], h["last_error"])
+            for h in body["services"][0]["loops"]] == [
+        ("monitor._schedule_loop", "running", 0, None)]
+    assert health.status_code == 200
+    assert (health.json()["status"], health.json()["ready"]) == ("ok", True)
+
+
+async def test_a_service_run_alone_whose_loop_keeps_failing_is_not_ready(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def _schedule_loop(self: MonitorService) -> None:
+        raise RuntimeError("schedule store down")
+
+    monkeypatch.setattr(MonitorService, "_schedule_loop", _schedule_loop)
+    monkeypatch.setattr(MonitorService, "RESTART_BACKOFF_S", 0.01)
+
+    def failed_three_times(r: httpx.Response) -> bool:
+        loops = r.json()["services"][0]["loops"]
+        return bool(loops) and loops[0]["restarts"] >= 3
+
+    ready, health = await _standalone_health(settings, until=failed_three_times)
+    assert ready.status_code == 503
+    body = ready.json()
+    assert (body["status"], body["ready"]) == ("degraded", False)
+    assert [(s["service"], s["status"], s["ready"]) for s in body["services"]] == [
+        ("monitor", "degraded", False)]
+    (loop,) = body["services"][0]["loops"]
+    assert (loop["name"], loop["state"], loop["last_error"]) == (
+        "monitor._schedule_loop", "restarting", "RuntimeError: schedule store down")
+    assert loop["restarts"] >= 3
+    # /healthz: the process still serves, so 200, and says which service is degraded
+    assert health.status_code == 200
+    assert [(s["service"], s["status"]) for s in health.json()["services"]] == [
+        ("monitor", "degraded")]
 
 
 async def test_a_failing_service_stops_the_others_and_raises(db_dsn: str) -> None:

@@ -1,8 +1,9 @@
 """docker-compose.yml and the Dockerfile: parse, gate on health, and run commands that exist.
 
 Docker is not available where tests run, so the stack is checked statically: the YAML parses,
-Kafka and PostgreSQL have health checks that every service waits for, and each container's
-command names a module (and factory) that exists in this checkout.
+Kafka and PostgreSQL have health checks that every service waits for, each container's
+command names a module (and factory) that exists in this checkout, and every service container
+has a health check on its ``/healthz``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from evalloop.cli.up import available_services
+from evalloop.settings import HealthSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,10 +31,8 @@ def compose() -> dict[str, Any]:
 
 def _target(command: list[str]) -> tuple[str, str | None]:
     """(module, attribute) a container command runs."""
-    if command[:2] == ["faststream", "run"]:
-        module, _, attr = command[2].partition(":")
-        assert "--factory" in command
-        return module, attr
+    if command[:3] == ["evalloop", "up", "--service"] and len(command) == 4:
+        return f"services.{command[3]}.app", "build_app"  # what ``load_service`` imports
     if command[:2] == ["python", "-m"]:
         return command[2], None
     raise AssertionError(f"unexpected command {command}")
@@ -66,6 +66,21 @@ def test_every_service_has_a_container_with_an_existing_entry_point(
             "kafka": {"condition": "service_healthy"},
             "postgres": {"condition": "service_healthy"},
         }
+
+
+def test_every_service_container_has_a_health_check_on_its_healthz(
+    compose: dict[str, Any],
+) -> None:
+    """docs/operations.md#supervision: stream services answer on the health port (8081)."""
+    services = compose["services"]
+    for name in ("recorder", "monitor", "triage", "evaluator", "retention"):
+        assert services[name]["command"] == ["evalloop", "up", "--service", name]
+        assert "ports" not in services[name]
+        test = services[name]["healthcheck"]["test"]
+        assert test[0] == "CMD" and "'http://127.0.0.1:8081/healthz'" in test[-1], name
+    assert "'http://127.0.0.1:8080/healthz'" in services["ingest"]["healthcheck"]["test"][-1]
+    assert "'http://127.0.0.1:8090/healthz'" in services["web"]["healthcheck"]["test"][-1]
+    assert HealthSettings().port == 8081 and HealthSettings().host == "127.0.0.1"
 
 
 def test_dockerfile_installs_the_project_on_python_311_slim() -> None:

@@ -4,7 +4,10 @@ All services run in one process by default, each as its own FastStream app (its 
 group and connections, exactly as it would in its own container) inside one
 ``asyncio.TaskGroup``, plus the ingest HTTP server and the web app (uvicorn; ports
 ``settings.ingest.port`` 8080 and ``settings.web.port`` 8090). ``--service NAME`` (repeatable)
-runs a subset. SIGINT/SIGTERM stop every service gracefully: services stop their background
+runs a subset. Ingest's ``/healthz`` and ``/readyz`` report every service of the process; a
+process without ingest that runs a stream service serves only those two routes on
+``settings.health.host``/``.port`` (default 127.0.0.1:8081; ``docs/operations.md#supervision``).
+SIGINT/SIGTERM stop every service gracefully: services stop their background
 work, brokers stop consuming and commit what was handled, pools close. If one service fails,
 the others are stopped and ``up`` prints one line per failure and exits with the
 ``docs/exit-codes.md`` code (3 when the broker, the database or a service could not run; 2 for
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from evalloop.runtime import HealthProvider
     from evalloop.settings import Settings
 
-__all__ = ["SERVICES", "ServiceApp", "load_service", "run_services", "up"]
+__all__ = ["SERVICES", "ServiceApp", "health_app", "load_service", "run_services", "up"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,36 @@ def load_service(
         kwargs: dict[str, Any] = {"health": health} if name == "ingest" else {}
         return ServiceApp(name, "http", getattr(module, _HTTP[name])(settings, **kwargs))
     return ServiceApp(name, "stream", module.build_app(settings))
+
+
+def health_app(health: HealthProvider) -> Any:
+    """An ASGI app serving only ``GET /healthz`` and ``GET /readyz`` of the services ``health``
+    reports, with ingest's bodies and codes (:func:`evalloop.runtime.health_answer`;
+    ``docs/operations.md#supervision``).
+
+    Returns:
+        A Starlette app; ``/healthz`` answers 200 unless a service stopped (503), ``/readyz``
+        503 unless every service is ready. Body: ``{"status", "ready", "services": [...]}``.
+    """
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from evalloop.runtime import health_answer
+
+    def answer(readiness: bool) -> JSONResponse:
+        code, body = health_answer(True, health(), readiness=readiness)
+        return JSONResponse(body, status_code=code)
+
+    async def healthz(request: Request) -> JSONResponse:
+        return answer(readiness=False)
+
+    async def readyz(request: Request) -> JSONResponse:
+        return answer(readiness=True)
+
+    return Starlette(routes=[Route("/healthz", healthz, methods=["GET"]),
+                             Route("/readyz", readyz, methods=["GET"])])
 
 
 async def _run_stream(svc: ServiceApp, stop: asyncio.Event) -> None:
@@ -251,6 +284,11 @@ async def run_services(
                     tg.create_task(server.run(svc.name, stop), name=svc.name)
                 else:
                     tg.create_task(_run_stream(svc, stop), name=svc.name)
+            if "ingest" not in names and any(a.kind == "stream" for a in apps):
+                # no ingest to report the process's health: serve /healthz and /readyz alone
+                server = _Uvicorn(health_app(process_health), settings.health.host,
+                                  settings.health.port, access_log=False)
+                tg.create_task(server.run("health", stop), name="health")
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)
