@@ -84,3 +84,19 @@ def test_the_state_file_keeps_no_sasl_password(tmp_path: Path) -> None:
     back = local_kafka.read_state(tmp_path)
     assert back == LocalKafka("127.0.0.1:9100", 42, tmp_path, tmp_path / "kafka.log", 1.5,
                               "127.0.0.1:9102", None)
+
+
+def test_server_properties_with_a_tls_listener_keep_pem_lines_escaped(tmp_path: Path) -> None:
+    chain = "-----BEGIN CERTIFICATE-----\nAAA\nBBB\n-----END CERTIFICATE-----\n"
+    key = "-----BEGIN PRIVATE KEY-----\nCCC\n-----END PRIVATE KEY-----\n"
+    text = local_kafka._server_properties(tmp_path, 9100, 9101, None, (9103, chain, key))
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["listeners"] == ("PLAINTEXT://127.0.0.1:9100,CONTROLLER://127.0.0.1:9101,"
+                                  "SSL://127.0.0.1:9103")
+    assert props["listener.security.protocol.map"] == (
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL")
+    assert props["listener.name.ssl.ssl.keystore.type"] == "PEM"
+    assert props["listener.name.ssl.ssl.keystore.certificate.chain"] == (
+        r"-----BEGIN CERTIFICATE-----\nAAA\nBBB\n-----END CERTIFICATE-----")
+    assert props["listener.name.ssl.ssl.keystore.key"] == (
+        r"-----BEGIN PRIVATE KEY-----\nCCC\n-----END PRIVATE KEY-----")

@@ -340,13 +340,14 @@ _AUTH_ERRORS = (SaslAuthenticationFailed, AuthenticationFailedError, Unsupported
 
 
 async def _auth_failure(settings: KafkaSettings) -> str | None:
-    """Why a SASL connection to the first bootstrap address is refused, or ``None``.
+    """Why a SASL or TLS connection to the first bootstrap address is refused, or ``None``.
 
-    aiokafka's clients log the authentication error and report only "Unable to bootstrap";
+    aiokafka's clients log the authentication or certificate error and report only
+    "Unable to bootstrap";
     one direct connection recovers the reason (``docs/security.md#kafka``). The password is
     never part of the text.
     """
-    if not settings.security_protocol.startswith("SASL_"):
+    if settings.security_protocol == "PLAINTEXT":
         return None
     host, _, port = settings.bootstrap.split(",")[0].strip().rpartition(":")
     try:
@@ -360,6 +361,11 @@ async def _auth_failure(settings: KafkaSettings) -> str | None:
             f"SASL authentication failed on {settings.bootstrap} as user "
             f"{settings.sasl_username!r} (mechanism {settings.sasl_mechanism}): {text}; "
             "check kafka.sasl_username and EVALLOOP_KAFKA__SASL_PASSWORD"
+        )
+    except ssl.SSLCertVerificationError as exc:
+        return (
+            f"TLS certificate of {settings.bootstrap} not trusted: {exc.verify_message}; "
+            f"check kafka.ssl_cafile ({settings.ssl_cafile or 'system CAs'})"
         )
     except (TimeoutError, KafkaError, OSError, ValueError):
         return None

@@ -99,6 +99,8 @@ class LocalKafka:
         sasl_user: ``(username, password)`` accepted by that listener, generated per start; kept
             out of ``repr`` and of ``state.json`` (so never logged), so only the caller of
             :func:`start` knows it.
+        ssl_bootstrap: ``127.0.0.1:<port>`` of the SSL (TLS) listener, or ``None`` when
+            :func:`start` was given no certificate.
     """
 
     bootstrap: str
@@ -108,6 +110,7 @@ class LocalKafka:
     started_s: float
     sasl_bootstrap: str | None = None
     sasl_user: tuple[str, str] | None = field(default=None, repr=False)
+    ssl_bootstrap: str | None = None
 
     def to_json(self) -> str:
         """The state file's content (paths as strings; no credentials)."""
@@ -183,10 +186,17 @@ def _jaas_plain(users: dict[str, str]) -> str:
     return f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"
 
 
+def _pem_value(pem: str) -> str:
+    """A PEM text as one ``.properties`` value (Java's loader turns ``\\n`` into newlines)."""
+    return "\\n".join(pem.strip().splitlines())
+
+
 def _server_properties(home: Path, port: int, cport: int,
-                       sasl: tuple[int, dict[str, str]] | None = None) -> str:
+                       sasl: tuple[int, dict[str, str]] | None = None,
+                       tls: tuple[int, str, str] | None = None) -> str:
     """``server.properties``; ``sasl`` = (port, {user: password}) adds a SASL_PLAINTEXT
-    listener (PLAIN) for clients; controller and inter-broker traffic stay on PLAINTEXT."""
+    listener (PLAIN) for clients; ``tls`` = (port, certificate chain PEM, unencrypted PKCS#8 key
+    PEM) adds an SSL listener. Controller and inter-broker traffic stay on PLAINTEXT."""
     listeners = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"
     advertised = f"PLAINTEXT://127.0.0.1:{port}"
     protocols = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
@@ -199,6 +209,16 @@ def _server_properties(home: Path, port: int, cport: int,
         extra = {
             "sasl.enabled.mechanisms": "PLAIN",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas_plain(users),
+        }
+    if tls is not None:
+        tport, chain, key = tls
+        listeners += f",SSL://127.0.0.1:{tport}"
+        advertised += f",SSL://127.0.0.1:{tport}"
+        protocols += ",SSL:SSL"
+        extra |= {
+            "listener.name.ssl.ssl.keystore.type": "PEM",
+            "listener.name.ssl.ssl.keystore.certificate.chain": _pem_value(chain),
+            "listener.name.ssl.ssl.keystore.key": _pem_value(key),
         }
     rf1 = {
         f"{p}.{k}": 1
@@ -308,16 +328,18 @@ def _distinct_ports(n: int) -> list[int]:
 
 
 def _format_and_launch(
-    libs: Path, home: Path, sasl_users: dict[str, str] | None = None
-) -> tuple[str, str | None, subprocess.Popen[bytes]]:
+    libs: Path, home: Path, sasl_users: dict[str, str] | None = None,
+    tls: tuple[str, str] | None = None,
+) -> tuple[str, str | None, str | None, subprocess.Popen[bytes]]:
     """Blocking part of :func:`start`: config files, StorageTool, the JVM launch."""
     shutil.rmtree(home, ignore_errors=True)
     (home / "logs").mkdir(parents=True)
-    port, cport, sport = _distinct_ports(3)
+    port, cport, sport, tport = _distinct_ports(4)
     props = home / "server.properties"
-    props.touch(mode=0o600)  # may hold SASL passwords: readable by the owner only
+    props.touch(mode=0o600)  # may hold SASL passwords and a TLS key: owner only
     props.write_text(_server_properties(
-        home, port, cport, (sport, sasl_users) if sasl_users is not None else None))
+        home, port, cport, (sport, sasl_users) if sasl_users is not None else None,
+        (tport, *tls) if tls is not None else None))
     (home / "log4j2.properties").write_text(_LOG4J2)
     fmt = subprocess.run(
         _java(libs, home, "kafka.tools.StorageTool", "format", "-t", _cluster_id(),
@@ -333,11 +355,12 @@ def _format_and_launch(
             start_new_session=True, cwd=home,
         )
     sasl_bootstrap = f"127.0.0.1:{sport}" if sasl_users is not None else None
-    return f"127.0.0.1:{port}", sasl_bootstrap, proc
+    ssl_bootstrap = f"127.0.0.1:{tport}" if tls is not None else None
+    return f"127.0.0.1:{port}", sasl_bootstrap, ssl_bootstrap, proc
 
 
 async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
-                sasl: bool = False) -> LocalKafka:
+                sasl: bool = False, tls: tuple[str, str] | None = None) -> LocalKafka:
     """Format fresh KRaft storage in ``home`` and start a broker; return once it serves.
 
     ``home`` is wiped first (a test broker keeps no data between starts). The JVM runs in its own
@@ -350,6 +373,8 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
         sasl: also open a SASL_PLAINTEXT listener (mechanism PLAIN) for clients, accepting one
             user with a random name and password made for this start (returned in
             :attr:`LocalKafka.sasl_user`, never logged): ``docs/security.md#kafka``.
+        tls: ``(certificate chain PEM, unencrypted PKCS#8 private key PEM)``: also open an SSL
+            listener serving that certificate (clients verify it against their CA file).
 
     Raises:
         KafkaLaunchError: formatting failed, the JVM exited, or it was not ready in time
@@ -363,8 +388,8 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
         user = (f"evalloop{secrets.token_hex(4)}", secrets.token_urlsafe(24))
         # Kafka's PLAIN login module wants an entry for the (unused) broker side as well.
         users = {"admin": secrets.token_urlsafe(24), user[0]: user[1]}
-    bootstrap, sasl_bootstrap, proc = await asyncio.to_thread(
-        _format_and_launch, libs, home, users)
+    bootstrap, sasl_bootstrap, ssl_bootstrap, proc = await asyncio.to_thread(
+        _format_and_launch, libs, home, users, tls)
     log_path = home / "kafka.log"
     try:
         await _wait_ready(bootstrap, proc, log_path, timeout_s)
@@ -372,7 +397,7 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
         _terminate(proc.pid, grace_s=2.0)
         raise
     server = LocalKafka(bootstrap, proc.pid, home, log_path, round(time.monotonic() - t0, 2),
-                        sasl_bootstrap, user)
+                        sasl_bootstrap, user, ssl_bootstrap)
     (home / _STATE).write_text(server.to_json())
     return server
 
@@ -423,7 +448,8 @@ async def restart(libs: Path, home: Path, *, grace_s: float = 20.0, kill: bool =
         _terminate(proc.pid, grace_s=2.0)
         raise
     server = LocalKafka(old.bootstrap, proc.pid, home, old.log_path,
-                        round(time.monotonic() - t0, 2), old.sasl_bootstrap)
+                        round(time.monotonic() - t0, 2), old.sasl_bootstrap,
+                        ssl_bootstrap=old.ssl_bootstrap)
     (home / _STATE).write_text(server.to_json())
     return server
 
@@ -435,7 +461,8 @@ def read_state(home: Path) -> LocalKafka | None:
     except (OSError, ValueError):
         return None
     return LocalKafka(d["bootstrap"], d["pid"], Path(d["home"]), Path(d["log_path"]),
-                      d["started_s"], d.get("sasl_bootstrap"))
+                      d["started_s"], d.get("sasl_bootstrap"),
+                      ssl_bootstrap=d.get("ssl_bootstrap"))
 
 
 def is_running(pid: int) -> bool:
