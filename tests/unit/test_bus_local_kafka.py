@@ -57,3 +57,46 @@ def test_state_round_trips_and_stop_without_state_is_a_no_op(tmp_path: Path) -> 
 async def test_start_with_missing_jars_fails_with_the_tools_output(tmp_path: Path) -> None:
     with pytest.raises(KafkaLaunchError, match="StorageTool format failed"):
         await local_kafka.start(tmp_path / "no-libs", tmp_path / "home", timeout_s=5)
+
+
+def test_server_properties_with_a_sasl_plain_listener(tmp_path: Path) -> None:
+    text = local_kafka._server_properties(tmp_path, 9100, 9101, (9102, {"admin": "a1", "u7": "p7"}))
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["listeners"] == ("PLAINTEXT://127.0.0.1:9100,CONTROLLER://127.0.0.1:9101,"
+                                  "SASL_PLAINTEXT://127.0.0.1:9102")
+    assert props["advertised.listeners"] == ("PLAINTEXT://127.0.0.1:9100,"
+                                             "SASL_PLAINTEXT://127.0.0.1:9102")
+    assert props["listener.security.protocol.map"] == (
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT")
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'user_admin="a1" user_u7="p7";')
+
+
+def test_the_state_file_keeps_no_sasl_password(tmp_path: Path) -> None:
+    server = LocalKafka("127.0.0.1:9100", 42, tmp_path, tmp_path / "kafka.log", 1.5,
+                        "127.0.0.1:9102", ("u7", "secret-p7"))
+    assert "secret-p7" not in server.to_json()
+    assert "secret-p7" not in repr(server)
+    (tmp_path / "state.json").write_text(server.to_json())
+    back = local_kafka.read_state(tmp_path)
+    assert back == LocalKafka("127.0.0.1:9100", 42, tmp_path, tmp_path / "kafka.log", 1.5,
+                              "127.0.0.1:9102", None)
+
+
+def test_server_properties_with_a_tls_listener_keep_pem_lines_escaped(tmp_path: Path) -> None:
+    chain = "-----BEGIN CERTIFICATE-----\nAAA\nBBB\n-----END CERTIFICATE-----\n"
+    key = "-----BEGIN PRIVATE KEY-----\nCCC\n-----END PRIVATE KEY-----\n"
+    text = local_kafka._server_properties(tmp_path, 9100, 9101, None, (9103, chain, key))
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["listeners"] == ("PLAINTEXT://127.0.0.1:9100,CONTROLLER://127.0.0.1:9101,"
+                                  "SSL://127.0.0.1:9103")
+    assert props["listener.security.protocol.map"] == (
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL")
+    assert props["listener.name.ssl.ssl.keystore.type"] == "PEM"
+    assert props["listener.name.ssl.ssl.keystore.certificate.chain"] == (
+        r"-----BEGIN CERTIFICATE-----\nAAA\nBBB\n-----END CERTIFICATE-----")
+    assert props["listener.name.ssl.ssl.keystore.key"] == (
+        r"-----BEGIN PRIVATE KEY-----\nCCC\n-----END PRIVATE KEY-----")

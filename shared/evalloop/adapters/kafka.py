@@ -16,7 +16,15 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.conn import create_conn
+from aiokafka.errors import (
+    AuthenticationFailedError,
+    KafkaConnectionError,
+    KafkaError,
+    SaslAuthenticationFailed,
+    TopicAlreadyExistsError,
+    UnsupportedSaslMechanismError,
+)
 from aiokafka.helpers import create_ssl_context
 from aiokafka.partitioner import DefaultPartitioner
 from faststream import AckPolicy, Context
@@ -328,13 +336,54 @@ def subscribe_batch(
         await handler(records_from_message(message))
 
 
+_AUTH_ERRORS = (SaslAuthenticationFailed, AuthenticationFailedError, UnsupportedSaslMechanismError)
+
+
+async def _auth_failure(settings: KafkaSettings) -> str | None:
+    """Why a SASL or TLS connection to the first bootstrap address is refused, or ``None``.
+
+    aiokafka's clients log the authentication or certificate error and report only
+    "Unable to bootstrap";
+    one direct connection recovers the reason (``docs/security.md#kafka``). The password is
+    never part of the text.
+    """
+    if settings.security_protocol == "PLAINTEXT":
+        return None
+    host, _, port = settings.bootstrap.split(",")[0].strip().rpartition(":")
+    try:
+        conn = await create_conn(host, int(port), client_id=settings.client_id,
+                                 request_timeout_ms=10_000, **client_security(settings))
+    except _AUTH_ERRORS as exc:
+        text = str(exc)
+        if settings.sasl_password is not None:
+            text = text.replace(settings.sasl_password.get_secret_value(), "***")
+        return (
+            f"SASL authentication failed on {settings.bootstrap} as user "
+            f"{settings.sasl_username!r} (mechanism {settings.sasl_mechanism}): {text}; "
+            "check kafka.sasl_username and EVALLOOP_KAFKA__SASL_PASSWORD"
+        )
+    except ssl.SSLCertVerificationError as exc:
+        return (
+            f"TLS certificate of {settings.bootstrap} not trusted: {exc.verify_message}; "
+            f"check kafka.ssl_cafile ({settings.ssl_cafile or 'system CAs'})"
+        )
+    except (TimeoutError, KafkaError, OSError, ValueError):
+        return None
+    conn.close()
+    return None
+
+
 async def ensure_topics(
     settings: KafkaSettings, topics: Topics | tuple[str, ...] | None = None
 ) -> None:
     """Create ``topics`` (``settings.num_partitions`` each, replication 1) if they are missing.
 
+    Services call this first, so it is where wrong Kafka credentials surface.
+
     Raises:
-        BusError: the cluster could not be reached or refused to create a topic.
+        BusError: the cluster could not be reached or refused to create a topic; when SASL
+            authentication was refused, the message says so (user and mechanism, never the
+            password).
     """
     topics = Topics() if topics is None else topics  # default: the standard names
     names = topics.all() if isinstance(topics, Topics) else topics
@@ -365,6 +414,9 @@ async def ensure_topics(
                     f"{settings.bootstrap} refused to create topics: {'; '.join(refused)}"
                 )
     except KafkaError as exc:
+        reason = await _auth_failure(settings) if isinstance(exc, KafkaConnectionError) else None
+        if reason is not None:
+            raise BusError(reason) from exc
         raise BusError(f"cannot create topics on {settings.bootstrap}: {exc}") from exc
     finally:
         await admin.close()

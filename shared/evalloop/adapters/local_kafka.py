@@ -9,7 +9,9 @@ Steps (``docs/local-servers.md#kafka-from-maven-central``):
 1. :func:`fetch` resolves ``deploy/kafka/pom.xml`` (``org.apache.kafka:kafka_2.13`` plus a log4j2
    SLF4J binding) with ``mvn dependency:copy-dependencies`` into ``<cache>/kafka-<version>/libs``.
 2. :func:`start` writes ``server.properties`` for one combined broker+controller on 127.0.0.1 with
-   free ports and a static quorum, formats KRaft storage (``kafka.tools.StorageTool``), launches
+   free ports and a static quorum (optionally a second, SASL_PLAINTEXT client listener with the
+   PLAIN mechanism and credentials generated for this start: ``docs/security.md#kafka``),
+   formats KRaft storage (``kafka.tools.StorageTool``), launches
    ``java -cp 'libs/*' kafka.Kafka server.properties`` in its own session, and waits until an
    aiokafka admin client's ``describe_cluster()`` answers (the broker serves requests only once
    unfenced). It fails at once, with the log's tail, if the JVM exits first.
@@ -26,6 +28,7 @@ import base64
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -33,7 +36,7 @@ import subprocess
 import time
 import uuid
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 __all__ = [
@@ -91,6 +94,13 @@ class LocalKafka:
         home: the state directory (``server.properties``, ``data/``, ``kafka.log``, ``state.json``).
         log_path: the JVM's combined stdout/stderr (log4j2 writes to stdout).
         started_s: seconds from launch to the first answered ``describe_cluster()``.
+        sasl_bootstrap: ``127.0.0.1:<port>`` of the SASL_PLAINTEXT (PLAIN) listener, or ``None``
+            when :func:`start` was not asked for one.
+        sasl_user: ``(username, password)`` accepted by that listener, generated per start; kept
+            out of ``repr`` and of ``state.json`` (so never logged), so only the caller of
+            :func:`start` knows it.
+        ssl_bootstrap: ``127.0.0.1:<port>`` of the SSL (TLS) listener, or ``None`` when
+            :func:`start` was given no certificate.
     """
 
     bootstrap: str
@@ -98,10 +108,14 @@ class LocalKafka:
     home: Path
     log_path: Path
     started_s: float
+    sasl_bootstrap: str | None = None
+    sasl_user: tuple[str, str] | None = field(default=None, repr=False)
+    ssl_bootstrap: str | None = None
 
     def to_json(self) -> str:
-        """The state file's content (paths as strings)."""
+        """The state file's content (paths as strings; no credentials)."""
         d = asdict(self)
+        del d["sasl_user"]
         d["home"], d["log_path"] = str(self.home), str(self.log_path)
         return json.dumps(d, indent=2, sort_keys=True)
 
@@ -166,7 +180,46 @@ def _cluster_id() -> str:
             return cid
 
 
-def _server_properties(home: Path, port: int, cport: int) -> str:
+def _jaas_plain(users: dict[str, str]) -> str:
+    """The broker's PLAIN login module line: ``user_<name>="<password>"`` per accepted user."""
+    entries = " ".join(f'user_{name}="{pw}"' for name, pw in users.items())
+    return f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"
+
+
+def _pem_value(pem: str) -> str:
+    """A PEM text as one ``.properties`` value (Java's loader turns ``\\n`` into newlines)."""
+    return "\\n".join(pem.strip().splitlines())
+
+
+def _server_properties(home: Path, port: int, cport: int,
+                       sasl: tuple[int, dict[str, str]] | None = None,
+                       tls: tuple[int, str, str] | None = None) -> str:
+    """``server.properties``; ``sasl`` = (port, {user: password}) adds a SASL_PLAINTEXT
+    listener (PLAIN) for clients; ``tls`` = (port, certificate chain PEM, unencrypted PKCS#8 key
+    PEM) adds an SSL listener. Controller and inter-broker traffic stay on PLAINTEXT."""
+    listeners = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"
+    advertised = f"PLAINTEXT://127.0.0.1:{port}"
+    protocols = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+    extra: dict[str, object] = {}
+    if sasl is not None:
+        sport, users = sasl
+        listeners += f",SASL_PLAINTEXT://127.0.0.1:{sport}"
+        advertised += f",SASL_PLAINTEXT://127.0.0.1:{sport}"
+        protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+        extra = {
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas_plain(users),
+        }
+    if tls is not None:
+        tport, chain, key = tls
+        listeners += f",SSL://127.0.0.1:{tport}"
+        advertised += f",SSL://127.0.0.1:{tport}"
+        protocols += ",SSL:SSL"
+        extra |= {
+            "listener.name.ssl.ssl.keystore.type": "PEM",
+            "listener.name.ssl.ssl.keystore.certificate.chain": _pem_value(chain),
+            "listener.name.ssl.ssl.keystore.key": _pem_value(key),
+        }
     rf1 = {
         f"{p}.{k}": 1
         for p in ("offsets.topic", "transaction.state.log", "share.coordinator.state.topic")
@@ -176,11 +229,12 @@ def _server_properties(home: Path, port: int, cport: int) -> str:
         "process.roles": "broker,controller",
         "node.id": 1,
         "controller.quorum.voters": f"1@127.0.0.1:{cport}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": listeners,
+        "advertised.listeners": advertised,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": protocols,
+        **extra,
         "log.dirs": str(home / "data"),
         **rf1,
         # 50 partitions (the default) make the first consumer group wait for 50 creations.
@@ -264,15 +318,28 @@ async def _wait_ready(bootstrap: str, proc: subprocess.Popen[bytes], log_path: P
     )
 
 
-def _format_and_launch(libs: Path, home: Path) -> tuple[str, subprocess.Popen[bytes]]:
+def _distinct_ports(n: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < n:
+        p = _free_port()
+        if p not in ports:
+            ports.append(p)
+    return ports
+
+
+def _format_and_launch(
+    libs: Path, home: Path, sasl_users: dict[str, str] | None = None,
+    tls: tuple[str, str] | None = None,
+) -> tuple[str, str | None, str | None, subprocess.Popen[bytes]]:
     """Blocking part of :func:`start`: config files, StorageTool, the JVM launch."""
     shutil.rmtree(home, ignore_errors=True)
     (home / "logs").mkdir(parents=True)
-    port, cport = _free_port(), _free_port()
-    while cport == port:
-        cport = _free_port()
+    port, cport, sport, tport = _distinct_ports(4)
     props = home / "server.properties"
-    props.write_text(_server_properties(home, port, cport))
+    props.touch(mode=0o600)  # may hold SASL passwords and a TLS key: owner only
+    props.write_text(_server_properties(
+        home, port, cport, (sport, sasl_users) if sasl_users is not None else None,
+        (tport, *tls) if tls is not None else None))
     (home / "log4j2.properties").write_text(_LOG4J2)
     fmt = subprocess.run(
         _java(libs, home, "kafka.tools.StorageTool", "format", "-t", _cluster_id(),
@@ -287,10 +354,13 @@ def _format_and_launch(libs: Path, home: Path) -> tuple[str, subprocess.Popen[by
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, cwd=home,
         )
-    return f"127.0.0.1:{port}", proc
+    sasl_bootstrap = f"127.0.0.1:{sport}" if sasl_users is not None else None
+    ssl_bootstrap = f"127.0.0.1:{tport}" if tls is not None else None
+    return f"127.0.0.1:{port}", sasl_bootstrap, ssl_bootstrap, proc
 
 
-async def start(libs: Path, home: Path, *, timeout_s: float = 90.0) -> LocalKafka:
+async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
+                sasl: bool = False, tls: tuple[str, str] | None = None) -> LocalKafka:
     """Format fresh KRaft storage in ``home`` and start a broker; return once it serves.
 
     ``home`` is wiped first (a test broker keeps no data between starts). The JVM runs in its own
@@ -300,6 +370,11 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0) -> LocalKafk
         libs: the jar folder from :func:`fetch`.
         home: state directory (created; its previous content is removed).
         timeout_s: seconds to wait for ``describe_cluster()`` to answer.
+        sasl: also open a SASL_PLAINTEXT listener (mechanism PLAIN) for clients, accepting one
+            user with a random name and password made for this start (returned in
+            :attr:`LocalKafka.sasl_user`, never logged): ``docs/security.md#kafka``.
+        tls: ``(certificate chain PEM, unencrypted PKCS#8 private key PEM)``: also open an SSL
+            listener serving that certificate (clients verify it against their CA file).
 
     Raises:
         KafkaLaunchError: formatting failed, the JVM exited, or it was not ready in time
@@ -307,14 +382,22 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0) -> LocalKafk
     """
     t0 = time.monotonic()
     home = home.expanduser().resolve()  # noqa: ASYNC240 (a path computation, no I/O)
-    bootstrap, proc = await asyncio.to_thread(_format_and_launch, libs, home)
+    user: tuple[str, str] | None = None
+    users: dict[str, str] | None = None
+    if sasl:
+        user = (f"evalloop{secrets.token_hex(4)}", secrets.token_urlsafe(24))
+        # Kafka's PLAIN login module wants an entry for the (unused) broker side as well.
+        users = {"admin": secrets.token_urlsafe(24), user[0]: user[1]}
+    bootstrap, sasl_bootstrap, ssl_bootstrap, proc = await asyncio.to_thread(
+        _format_and_launch, libs, home, users, tls)
     log_path = home / "kafka.log"
     try:
         await _wait_ready(bootstrap, proc, log_path, timeout_s)
     except BaseException:
         _terminate(proc.pid, grace_s=2.0)
         raise
-    server = LocalKafka(bootstrap, proc.pid, home, log_path, round(time.monotonic() - t0, 2))
+    server = LocalKafka(bootstrap, proc.pid, home, log_path, round(time.monotonic() - t0, 2),
+                        sasl_bootstrap, user, ssl_bootstrap)
     (home / _STATE).write_text(server.to_json())
     return server
 
@@ -365,7 +448,8 @@ async def restart(libs: Path, home: Path, *, grace_s: float = 20.0, kill: bool =
         _terminate(proc.pid, grace_s=2.0)
         raise
     server = LocalKafka(old.bootstrap, proc.pid, home, old.log_path,
-                        round(time.monotonic() - t0, 2))
+                        round(time.monotonic() - t0, 2), old.sasl_bootstrap,
+                        ssl_bootstrap=old.ssl_bootstrap)
     (home / _STATE).write_text(server.to_json())
     return server
 
@@ -377,7 +461,8 @@ def read_state(home: Path) -> LocalKafka | None:
     except (OSError, ValueError):
         return None
     return LocalKafka(d["bootstrap"], d["pid"], Path(d["home"]), Path(d["log_path"]),
-                      d["started_s"])
+                      d["started_s"], d.get("sasl_bootstrap"),
+                      ssl_bootstrap=d.get("ssl_bootstrap"))
 
 
 def is_running(pid: int) -> bool:
