@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from evalloop.core.labels import label_clusters, tokenize
+from evalloop.core.labels import (
+    describes,
+    label_clusters,
+    label_coverage,
+    medoid,
+    question_labels,
+    shorten,
+    tokenize,
+)
 
 DOCS = {
     "a": ["Refund policy for flights", "refund for cancelled flights"],
@@ -62,16 +71,6 @@ def test_bad_arguments() -> None:
 
 
 # --- question labels: the medoid question + question-only terms (docs/review.md#cluster-labels)
-
-import numpy as np  # noqa: E402
-
-from evalloop.core.labels import (  # noqa: E402
-    describes,
-    label_coverage,
-    medoid,
-    question_labels,
-    shorten,
-)
 
 QUESTIONS = {
     "travel": ["Can I travel abroad this summer?",
