@@ -5,8 +5,9 @@ Runs on one connection holding the agent's advisory lock (online ingest of the s
 1. load the agent's cases of the last ``recluster_window_days`` (event time, newest case as
    "now"), at most ``max_recluster_cases``;
 2. :func:`evalloop.core.clustering.recluster` (in a worker thread), carry cluster ids over by
-   member overlap, label each cluster by c-TF-IDF of its cases' question + rater comment (the
-   answer passage would name the agent's retrieval, not the users' topic);
+   member overlap, label each cluster by its most representative question and c-TF-IDF terms
+   of its questions only (``docs/review.md#cluster-labels``; rater comments and answer
+   passages would drown the users' topic);
 3. golden coverage: each golden case (question + expected answer, embedded like a case) covers
    the cluster it would join;
 4. rank (:mod:`evalloop.core.ranking`; severity and agreement from each evidence event's mark,
@@ -71,7 +72,7 @@ from evalloop.core.expected import (
     propose,
 )
 from evalloop.core.judgements import Mark, mark_of, profile_of
-from evalloop.core.labels import label_clusters
+from evalloop.core.labels import question_labels
 from evalloop.core.ranking import (
     Prior,
     RankedCase,
@@ -299,11 +300,16 @@ async def recluster_agent(
             t2 = time.perf_counter()
             report.seconds["cluster"] = t2 - t1
 
-            docs: dict[int, list[str]] = {i: [] for i in range(result.k)}
-            for q, c, lab in zip(data.questions, data.comments, result.labels.tolist(),
-                                 strict=True):
-                docs[lab].append(f"{q or ''}\n{c or ''}")
-            labels = await asyncio.to_thread(label_clusters, docs, n_terms=cfg.label_terms)
+            members: dict[int, list[int]] = {i: [] for i in range(result.k)}
+            for row, lab in enumerate(result.labels.tolist()):
+                members[lab].append(row)
+            labels = await asyncio.to_thread(
+                question_labels,
+                {k: [data.questions[r] or "" for r in rs] for k, rs in members.items()},
+                {k: data.embeddings[rs] for k, rs in members.items()},
+                {k: [str(data.case_ids[r]) for r in rs] for k, rs in members.items()},
+                n_terms=cfg.label_terms,
+            )
             t3 = time.perf_counter()
             report.seconds["label"] = t3 - t2
 

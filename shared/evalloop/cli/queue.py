@@ -115,6 +115,7 @@ def list_cmd(
          "size": c["size"]}
         for c in clusters if not c["covered_by_golden"]
     ]
+    from rich.markup import escape
     from rich.table import Table
 
     console = make_console()
@@ -124,11 +125,11 @@ def list_cmd(
     for g in groups:
         size = "gone" if g["size"] is None else str(g["size"])
         covered = "yes" if g["covered"] else "[yellow]no[/yellow]"
-        table = Table(
-            title=f"{g['agent_id']} / {g['cluster_id']}: {g['label']}  (size {size}, "
-                  f"covered by golden set: {covered})",
-            title_justify="left", show_lines=False,
-        )
+        # the heading on its own line: a table title would wrap at the table's width, and a
+        # label is a whole question (docs/review.md#cluster-labels)
+        console.print(f"{g['agent_id']} / {g['cluster_id']}: {escape(str(g['label']))}  "
+                      f"(size {size}, covered by golden set: {covered})", highlight=False)
+        table = Table(show_lines=False)
         for col in ("id", "conf", "question", "answer given", "expected answer (source)",
                     "evidence", "status"):
             table.add_column(col, overflow="fold")

@@ -7,6 +7,12 @@ cluster ``c`` divided by the cluster's term count, ``A`` the average number of t
 the others score highest; words every cluster uses ("answer", "question") fall away.
 
 Deterministic: ties are broken by the term itself (alphabetically). Pure: no I/O.
+
+:func:`question_labels` builds the label shown to people (``docs/review.md#cluster-labels``):
+the cluster's most representative question (its medoid) followed by distinctive terms of its
+QUESTIONS only, so a label describes the questions under it by construction.
+:func:`label_coverage` measures that: the share of a cluster's questions sharing a content word
+with its label.
 """
 
 from __future__ import annotations
@@ -18,9 +24,13 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["STOP_WORDS", "ClusterLabel", "label_clusters", "tokenize"]
+__all__ = [
+    "STOP_WORDS", "ClusterLabel", "describes", "label_clusters", "label_coverage", "medoid",
+    "question_labels", "shorten", "tokenize",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -116,3 +126,125 @@ def label_clusters(
             text=", ".join(terms) if terms else "(no terms)",
         )
     return out
+
+
+def medoid(vectors: np.ndarray, ids: Sequence[str]) -> int:
+    """Index of the most representative member: the highest mean cosine similarity to the
+    OTHER members (``docs/review.md#cluster-labels``).
+
+    Args:
+        vectors: ``(n, d)`` embeddings, any scale (rows are normalised here; a zero row has
+            similarity 0 to everything).
+        ids: ``n`` member ids; ties (means equal to 9 decimals) go to the smallest id.
+
+    Returns:
+        The row index of the medoid (0 for a single member).
+
+    Raises:
+        ValueError: no members, or ``vectors`` and ``ids`` differ in length.
+    """
+    m = np.asarray(vectors, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] == 0 or m.shape[0] != len(ids):
+        raise ValueError(f"expected (n, d) vectors for n = {len(ids)} ids (n >= 1), "
+                         f"got shape {m.shape}")
+    n = m.shape[0]
+    if n == 1:
+        return 0
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    unit = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+    sims = unit @ unit.T
+    means = (sims.sum(axis=1) - np.diag(sims)) / (n - 1)
+    return min(range(n), key=lambda i: (-round(float(means[i]), 9), ids[i]))
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """``text`` with its whitespace collapsed, cut to at most ``limit`` characters at a word
+    boundary with "…" appended when cut (one over-long word is cut inside the word).
+
+    Raises:
+        ValueError: ``limit`` < 2.
+    """
+    if limit < 2:
+        raise ValueError(f"expected limit >= 2, got {limit}")
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = flat[: limit - 1]
+    cut = head.rfind(" ")
+    if head[-1].isalnum() and flat[limit - 1].isalnum() and cut > 0:  # inside a word
+        head = head[:cut]
+    return head.rstrip(" ,;:-") + "…"
+
+
+def question_labels(
+    questions: Mapping[K, Sequence[str]],
+    vectors: Mapping[K, np.ndarray],
+    ids: Mapping[K, Sequence[str]],
+    *,
+    n_terms: int = 4,
+    show_terms: int = 3,
+    max_chars: int = 80,
+    stop_words: frozenset[str] = STOP_WORDS,
+) -> dict[K, ClusterLabel]:
+    """Label every cluster by its questions (``docs/review.md#cluster-labels``).
+
+    ``text`` = the medoid question (:func:`medoid` over the members that have a question),
+    shortened to ``max_chars`` (:func:`shorten`), then " — " and up to ``show_terms`` of the
+    cluster's c-TF-IDF terms over its questions only (:func:`label_clusters`) that the shown
+    question does not already contain. ``terms`` are the c-TF-IDF terms themselves.
+
+    Args:
+        questions: cluster id -> its members' questions ("" for a member without one).
+        vectors: cluster id -> ``(n, d)`` member embeddings, same order as ``questions``.
+        ids: cluster id -> member ids (tie-break of the medoid), same order.
+        n_terms: terms computed per cluster (``terms``).
+        show_terms: most terms shown after the question.
+        max_chars: longest question shown, in characters.
+        stop_words: words never used as terms.
+
+    Returns:
+        cluster id -> :class:`ClusterLabel`, for every key of ``questions``; a cluster with no
+        question is labelled by its terms alone (``"(no terms)"`` when none).
+
+    Raises:
+        ValueError: lengths differ within a cluster, or ``n_terms`` < 1.
+    """
+    terms = label_clusters({k: [q for q in qs if q] for k, qs in questions.items()},
+                           n_terms=n_terms, stop_words=stop_words)
+    out: dict[K, ClusterLabel] = {}
+    for k, qs in questions.items():
+        vecs, kid = np.asarray(vectors[k]), ids[k]
+        if not (len(qs) == len(kid) == (vecs.shape[0] if vecs.ndim == 2 else -1)):
+            raise ValueError(f"cluster {k!r}: expected as many questions, vectors and ids, got "
+                             f"{len(qs)}, {vecs.shape}, {len(kid)}")
+        have = [i for i, q in enumerate(qs) if q and q.strip()]
+        lab = terms[k]
+        if not have:
+            out[k] = lab
+            continue
+        best = have[medoid(vecs[have], [kid[i] for i in have])]
+        shown = shorten(qs[best], max_chars)
+        seen = set(tokenize(shown, stop_words))
+        extra = [t for t in lab.terms if t not in seen][:show_terms]
+        text = f"{shown} — {', '.join(extra)}" if extra else shown
+        out[k] = ClusterLabel(terms=lab.terms, scores=lab.scores, text=text)
+    return out
+
+
+def label_coverage(label: str, questions: Sequence[str],
+                   stop_words: frozenset[str] = STOP_WORDS) -> float | None:
+    """Share (0-1) of ``questions`` that share at least one content word (:func:`tokenize`)
+    with ``label`` (``docs/review.md#cluster-labels``); ``None`` when there is no question."""
+    if not questions:
+        return None
+    words = set(tokenize(label, stop_words))
+    hit = sum(1 for q in questions if words & set(tokenize(q, stop_words)))
+    return hit / len(questions)
+
+
+def describes(label: str, questions: Sequence[str],
+              stop_words: frozenset[str] = STOP_WORDS) -> bool:
+    """Whether ``label`` describes its cluster: MOST (more than half) of its ``questions``
+    share a content word with it (:func:`label_coverage`); ``False`` with no question."""
+    share = label_coverage(label, questions, stop_words)
+    return share is not None and share > 0.5
