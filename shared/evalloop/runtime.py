@@ -23,6 +23,7 @@ import asyncpg
 from pydantic import BaseModel
 
 from evalloop.adapters.bus import Bus, InProcessBus, Record
+from evalloop.errors import BusError, StorageError
 from evalloop.settings import Settings
 from evalloop.topics import Topics
 
@@ -323,6 +324,9 @@ class Service:
         (table ``dead_letters`` and ``feedback.events.dlq.v1``, reason ``handler_failed``, the
         exception in the detail; idempotent by :func:`handler_letter_id`) and returns, so the
         offsets are committed and the consumer goes on. A success clears the failure.
+        Infrastructure failures (``StorageError``, ``BusError``, ``OSError``: PostgreSQL or
+        the broker unreachable) say nothing about the batch: they are retried the same way,
+        shown the same way, but never dead-letter it.
 
         Raises:
             Exception: what the handler raised, while the batch has failures left; or the
@@ -344,12 +348,14 @@ class Service:
                 state.failures = state.failures + 1 if state.starts & here else 1
                 state.starts = here
                 state.last_error = f"{type(exc).__name__}: {exc}"
-                if state.failures < limits.max_handler_failures:
+                infrastructure = isinstance(exc, StorageError | BusError | OSError)
+                if infrastructure or state.failures < limits.max_handler_failures:
                     _log.exception(
                         "%s: handler %s failed on %d records of %s (group %s, from %s), "
-                        "failure %d of %d; redelivering in %.2f s",
+                        "failure %d of %d%s; redelivering in %.2f s",
                         self.name, c.handler, len(records), topic, c.group, sorted(here),
                         state.failures, limits.max_handler_failures,
+                        " (infrastructure: never dead-lettered)" if infrastructure else "",
                         limits.handler_retry_backoff_s,
                     )
                     await asyncio.sleep(limits.handler_retry_backoff_s)

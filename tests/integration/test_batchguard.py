@@ -17,6 +17,7 @@ from kafka_lag import wait_caught_up
 
 from evalloop.adapters.bus import InProcessBus, Record
 from evalloop.adapters.dead_letter_store import count_letters
+from evalloop.errors import StorageError
 from evalloop.runtime import (
     Consumes,
     Deps,
@@ -42,13 +43,15 @@ class Clustering(Service):
     name = "clustering"
     consumes = (Consumes("feedback_events", GROUP, "on_events", bytes, max_records=1),)
     FAIL_TIMES: ClassVar[int] = 10**9
+    ERROR: ClassVar[type[Exception]] = RuntimeError
     processed: ClassVar[list[bytes]] = []
     poison_calls: ClassVar[int] = 0
     readyz: ClassVar[list[tuple[int, dict[str, Any]]]] = []
 
     @classmethod
-    def reset(cls, fail_times: int) -> None:
+    def reset(cls, fail_times: int, error: type[Exception] = RuntimeError) -> None:
         cls.FAIL_TIMES, cls.processed, cls.poison_calls, cls.readyz = fail_times, [], 0, []
+        cls.ERROR = error
 
     async def on_events(self, records: list[Record]) -> None:
         for r in records:
@@ -56,7 +59,7 @@ class Clustering(Service):
                 type(self).poison_calls += 1
                 type(self).readyz.append(health_answer(True, [self.health()], readiness=True))
                 if type(self).poison_calls <= self.FAIL_TIMES:
-                    raise RuntimeError("clustering failed on this batch")
+                    raise self.ERROR("clustering failed on this batch")
             type(self).processed.append(r.value)
 
 
@@ -91,9 +94,9 @@ def _assert_letter(headers: dict[str, bytes], topic: str, partition: int, offset
 
 
 async def _run_in_process(
-    settings: Settings, pool: asyncpg.Pool
+    settings: Settings, pool: asyncpg.Pool, max_attempts: int = 5
 ) -> tuple[InProcessBus, Clustering]:
-    bus = InProcessBus(retry_delay_s=0.0)
+    bus = InProcessBus(retry_delay_s=0.0, max_attempts=max_attempts)
     service = Clustering(Deps(_guarded(settings), pool, bus, Topics()))
     mount_in_process(bus, service)
     for v in VALUES:
@@ -151,6 +154,25 @@ async def test_in_process_a_batch_failing_once_is_not_dead_lettered(
     assert bus.lag() == 0
     assert Clustering.readyz[1] == _failing(Topics().feedback_events, 1)
     assert service.health()["ready"] is True
+    assert service.health()["consumers"][0]["batches_dead_lettered"] == 0
+    assert await count_letters(pool) == (0, 0)
+    assert bus.messages(Topics().feedback_dlq) == []
+
+
+async def test_in_process_infrastructure_failures_never_dead_letter(
+    pg_settings: Settings, pool: asyncpg.Pool
+) -> None:
+    """PostgreSQL or the broker being away says nothing about the batch: 5 failures in a row
+    (more than ``max_handler_failures``), then success, and nothing is dead-lettered."""
+    Clustering.reset(fail_times=5, error=StorageError)
+    bus, service = await _run_in_process(pg_settings, pool, max_attempts=10)
+    assert Clustering.poison_calls == 6
+    assert Clustering.processed == [b"ok1", b"poison", b"ok2", b"ok3"]
+    assert bus.lag() == 0
+    assert [body["services"][0]["consumers"][0]["failures"]
+            for _, body in Clustering.readyz] == [0, 1, 2, 3, 4, 5]
+    assert Clustering.readyz[5][1]["services"][0]["consumers"][0]["last_error"] == \
+        "StorageError: clustering failed on this batch"
     assert service.health()["consumers"][0]["batches_dead_lettered"] == 0
     assert await count_letters(pool) == (0, 0)
     assert bus.messages(Topics().feedback_dlq) == []
