@@ -24,11 +24,10 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from evalloop.adapters.bus import Record
-from evalloop.adapters.dead_letter_store import LetterRow
+from evalloop.adapters.dead_letter_store import LetterRow, dlq_headers
 from evalloop.errors import FieldProblem, InvalidEvent
 
 __all__ = ["DeadLetter", "conflict_error", "dlq_headers", "letter_id", "letter_row"]
@@ -69,19 +68,6 @@ def letter_row(letter: DeadLetter) -> LetterRow:
         reason=e.reason, detail=e.as_dict(), key=r.key, value=r.value, source_topic=r.topic,
         source_partition=r.partition, source_offset=r.offset,
     )
-
-
-def dlq_headers(row: LetterRow, at: datetime) -> dict[str, str]:
-    """The headers of a stored letter's DLQ message (module docs); ``at`` is a UTC time."""
-    return {
-        "x-dlq-reason": row.reason,
-        "x-dlq-detail": json.dumps(row.detail, ensure_ascii=False),
-        "x-dlq-source-topic": row.source_topic,
-        "x-dlq-source-partition": str(row.source_partition),
-        "x-dlq-source-offset": str(row.source_offset),
-        "x-dlq-at": at.isoformat(),
-        "x-dlq-id": str(row.letter_id),
-    }
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ import asyncpg
 from pydantic import BaseModel
 
 from evalloop.adapters.bus import Bus, InProcessBus, Record
+from evalloop.errors import BusError, StorageError
 from evalloop.settings import Settings
 from evalloop.topics import Topics
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from evalloop.adapters.embedder import Embedder
 
 __all__ = [
+    "ConsumerHealth",
     "Consumes",
     "Deps",
     "HealthProvider",
@@ -142,6 +145,51 @@ class LoopHealth:
         }
 
 
+#: Namespace of the letter ids of batches dead-lettered for a failing handler. NEVER change it:
+#: a redelivered batch would no longer find its stored letters.
+_HANDLER_LETTER_NAMESPACE = uuid.UUID("a3c5e0d2-6f1b-4b8e-9d57-2c4e8f0b71a6")
+
+
+def handler_letter_id(group: str, record: Record) -> uuid.UUID:
+    """The identity of the dead letter of ``record`` when consumer group ``group``'s handler
+    kept failing on it: UUIDv5 of the group and the record's topic, partition and offset, so
+    every redelivery of the same record to the same group gives the same letter
+    (``docs/operations.md#a-handler-that-keeps-failing``)."""
+    return uuid.uuid5(_HANDLER_LETTER_NAMESPACE,
+                      f"{group}\x1f{record.topic}\x1f{record.partition}\x1f{record.offset}")
+
+
+@dataclass
+class ConsumerHealth:
+    """The state of one subscription's handler
+    (``docs/operations.md#a-handler-that-keeps-failing``).
+
+    Attributes:
+        topic: the topic consumed (prefix applied).
+        group: the consumer group.
+        failures: deliveries in a row of the current batch that raised (0: healthy).
+        last_error: ``"<ExceptionType>: <message>"`` of the last failure, or ``None``.
+        batches_dead_lettered: batches whose records were dead-lettered (reason
+            ``handler_failed``) since the process started.
+        starts: ``(partition, first offset)`` of each partition of the failing batch (how a
+            redelivery of the same batch is recognised; Kafka rewinds to these offsets).
+    """
+
+    topic: str
+    group: str
+    failures: int = 0
+    last_error: str | None = None
+    batches_dead_lettered: int = 0
+    starts: frozenset[tuple[int, int]] = frozenset()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (without ``starts``)."""
+        return {"topic": self.topic, "group": self.group,
+                "state": "failing" if self.failures else "ok", "failures": self.failures,
+                "last_error": self.last_error,
+                "batches_dead_lettered": self.batches_dead_lettered}
+
+
 class Service:
     """Base class of the services. Subclasses set ``name``, ``consumes``, ``publishes`` and
     implement the handler methods; ``start``/``stop`` run background work (schedules).
@@ -167,6 +215,7 @@ class Service:
         self.deps = deps
         self._background: asyncio.Task[None] | None = None
         self.loops: list[LoopHealth] = []
+        self.consumers: dict[tuple[str, str], ConsumerHealth] = {}
         self.started = False
 
     async def start(self) -> None:
@@ -246,19 +295,111 @@ class Service:
         (``docs/operations.md#supervision``).
 
         Returns:
-            ``{"service", "status", "ready", "loops": [LoopHealth.as_dict()...]}``; ``status``
-            is ``"ok"`` (every loop running or finished), ``"degraded"`` (a loop is waiting to
-            restart after a failure) or ``"stopped"``; ``ready`` is ``status == "ok"``.
+            ``{"service", "status", "ready", "loops": [LoopHealth.as_dict()...],
+            "consumers": [ConsumerHealth.as_dict()...]}``; ``status`` is ``"ok"`` (every loop
+            running or finished, every handler succeeding), ``"degraded"`` (a loop is waiting
+            to restart after a failure, or a handler failed on the batch it is retrying) or
+            ``"stopped"``; ``ready`` is ``status == "ok"``.
         """
         states = {h.state for h in self.loops}
         if self.loops and not self.started:
             status = "stopped"
-        elif "restarting" in states:
+        elif "restarting" in states or any(c.failures for c in self.consumers.values()):
             status = "degraded"
         else:
             status = "ok"
         return {"service": self.name, "status": status, "ready": status == "ok",
-                "loops": [h.as_dict() for h in self.loops]}
+                "loops": [h.as_dict() for h in self.loops],
+                "consumers": [c.as_dict() for c in self.consumers.values()]}
+
+    def guarded_handler(self, c: Consumes) -> Callable[[list[Record]], Any]:
+        """The handler of ``c`` wrapped so that a batch it keeps failing on cannot stall the
+        consumer (``docs/operations.md#a-handler-that-keeps-failing``).
+
+        A delivery that raises is logged, counted in :attr:`consumers` (so ``/readyz``
+        answers 503 naming the service, topic and error), and re-raised after
+        ``settings.consumer.handler_retry_backoff_s``: the bus delivers the batch again. The
+        ``settings.consumer.max_handler_failures``-th failure in a row of the same batch
+        (same first offset of a partition) dead-letters every record of the batch instead
+        (table ``dead_letters`` and ``feedback.events.dlq.v1``, reason ``handler_failed``, the
+        exception in the detail; idempotent by :func:`handler_letter_id`) and returns, so the
+        offsets are committed and the consumer goes on. A success clears the failure.
+        Infrastructure failures (``StorageError``, ``BusError``, ``OSError``: PostgreSQL or
+        the broker unreachable) say nothing about the batch: they are retried the same way,
+        shown the same way, but never dead-letter it.
+
+        Raises:
+            Exception: what the handler raised, while the batch has failures left; or the
+                ``StorageError``/``BusError`` of dead-lettering it (the batch is then retried).
+        """
+        handler = self.handler(c)
+        topic = getattr(self.deps.topics, c.topic)
+        state = self.consumers.setdefault((c.group, topic), ConsumerHealth(topic, c.group))
+        limits = self.deps.settings.consumer
+
+        async def guarded(records: list[Record]) -> None:
+            try:
+                await handler(records)
+            except Exception as exc:
+                starts: dict[int, int] = {}
+                for r in records:
+                    starts[r.partition] = min(starts.get(r.partition, r.offset), r.offset)
+                here = frozenset(starts.items())
+                state.failures = state.failures + 1 if state.starts & here else 1
+                state.starts = here
+                state.last_error = f"{type(exc).__name__}: {exc}"
+                infrastructure = isinstance(exc, StorageError | BusError | OSError)
+                if infrastructure or state.failures < limits.max_handler_failures:
+                    _log.exception(
+                        "%s: handler %s failed on %d records of %s (group %s, from %s), "
+                        "failure %d of %d%s; redelivering in %.2f s",
+                        self.name, c.handler, len(records), topic, c.group, sorted(here),
+                        state.failures, limits.max_handler_failures,
+                        " (infrastructure: never dead-lettered)" if infrastructure else "",
+                        limits.handler_retry_backoff_s,
+                    )
+                    await asyncio.sleep(limits.handler_retry_backoff_s)
+                    raise
+                _log.exception(
+                    "%s: handler %s failed %d times in a row on %d records of %s (group %s, "
+                    "from %s); dead-lettering them as handler_failed and going on",
+                    self.name, c.handler, state.failures, len(records), topic, c.group,
+                    sorted(here),
+                )
+                await self._dead_letter_batch(c.group, records, exc, state.failures)
+                state.batches_dead_lettered += 1
+            state.failures, state.last_error, state.starts = 0, None, frozenset()
+
+        guarded.__doc__ = handler.__doc__
+        return guarded
+
+    async def _dead_letter_batch(
+        self, group: str, records: list[Record], exc: Exception, attempts: int
+    ) -> None:
+        from evalloop.adapters.dead_letter_store import (
+            LetterRow,
+            dlq_headers,
+            insert_letters,
+            publish_unpublished,
+        )
+
+        detail = {"reason": "handler_failed", "service": self.name, "group": group,
+                  "error_type": type(exc).__name__, "error": str(exc), "attempts": attempts}
+        rows = [
+            LetterRow(letter_id=handler_letter_id(group, r), event_id=None,
+                      reason="handler_failed", detail=detail, key=r.key, value=r.value,
+                      source_topic=r.topic, source_partition=r.partition, source_offset=r.offset)
+            for r in records
+        ]
+        async with self.deps.pool.acquire() as conn, conn.transaction():
+            await insert_letters(conn, rows)
+        bus, dlq = self.deps.bus, self.deps.topics.feedback_dlq
+
+        async def publish(row: LetterRow) -> None:
+            await bus.publish(dlq, row.value, key=row.key,
+                              headers=dlq_headers(row, row.created_at or datetime.now(UTC)))
+
+        await publish_unpublished(self.deps.pool, publish)
 
     def handler(self, c: Consumes) -> Callable[[list[Record]], Any]:
         """The bound handler method named by ``c``."""
@@ -306,7 +447,7 @@ def mount_in_process(bus: InProcessBus, service: Service) -> None:
     """Subscribe ``service``'s handlers to the in-process ``bus`` (same groups as on Kafka)."""
     for c in service.consumes:
         bus.subscribe(
-            getattr(service.deps.topics, c.topic), c.group, service.handler(c),
+            getattr(service.deps.topics, c.topic), c.group, service.guarded_handler(c),
             max_records=c.max_records,
         )
 
@@ -340,12 +481,16 @@ def build_faststream_app(
     topics = topics_for(settings)
     broker = build_broker(settings.kafka)
     holder: dict[str, Service] = {}
+    guarded: dict[str, Callable[[list[Record]], Any]] = {}
 
     for c in service_cls.consumes:
 
         def make(c: Consumes = c) -> Callable[[list[Record]], Any]:
             async def _handle(records: list[Record]) -> None:
-                await holder["service"].handler(c)(records)
+                key = f"{c.group}/{c.topic}/{c.handler}"
+                if key not in guarded:
+                    guarded[key] = holder["service"].guarded_handler(c)
+                await guarded[key](records)
 
             _handle.__doc__ = f"{service_cls.name}: {c.handler}"
             return _handle
@@ -377,6 +522,7 @@ def build_faststream_app(
                 topics=topics, extras=extras(settings) if extras else {},
             )
             holder["service"] = service_cls(deps)
+            guarded.clear()
             yield
         finally:
             await producer.stop()

@@ -206,6 +206,21 @@ class RecorderSettings(BaseModel):
     process_gc: bool = False
 
 
+class ConsumerSettings(BaseModel):
+    """How every consumer treats a batch its handler keeps failing on
+    (``docs/operations.md#a-handler-that-keeps-failing``).
+
+    ``max_handler_failures``: deliveries of one batch that may raise in a row before its records
+    are dead-lettered (reason ``handler_failed``) and the consumer goes on;
+    ``handler_retry_backoff_s``: pause before each redelivery, seconds.
+    """
+
+    max_handler_failures: int = Field(3, ge=1, description="failures of one batch in a row "
+                                      "before it is dead-lettered")
+    handler_retry_backoff_s: float = Field(0.5, ge=0, description="pause before a failed batch "
+                                           "is delivered again, s")
+
+
 class FusionSettings(BaseModel):
     """Signal -> (negative?, confidence) defaults (DESIGN.md, "Negative cases"). Ratios 0-1."""
 
@@ -474,3 +489,4 @@ class Settings(BaseSettings):
     web: WebSettings = WebSettings()
     readiness: ReadinessSettings = ReadinessSettings()
     health: HealthSettings = HealthSettings()
+    consumer: ConsumerSettings = ConsumerSettings()

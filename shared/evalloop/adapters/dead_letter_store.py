@@ -8,6 +8,7 @@ dead-letter topic (``docs/operations.md#dead-letters``). asyncpg errors become
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +19,7 @@ import asyncpg
 
 from evalloop.adapters.postgres import storage_errors
 
-__all__ = ["LetterRow", "count_letters", "insert_letters", "publish_unpublished"]
+__all__ = ["LetterRow", "count_letters", "dlq_headers", "insert_letters", "publish_unpublished"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,20 @@ class LetterRow:
     source_partition: int
     source_offset: int
     created_at: datetime | None = None
+
+
+def dlq_headers(row: LetterRow, at: datetime) -> dict[str, str]:
+    """The headers of a stored letter's DLQ message (``docs/operations.md#dead-letters``);
+    ``at`` is a UTC time."""
+    return {
+        "x-dlq-reason": row.reason,
+        "x-dlq-detail": json.dumps(row.detail, ensure_ascii=False),
+        "x-dlq-source-topic": row.source_topic,
+        "x-dlq-source-partition": str(row.source_partition),
+        "x-dlq-source-offset": str(row.source_offset),
+        "x-dlq-at": at.isoformat(),
+        "x-dlq-id": str(row.letter_id),
+    }
 
 
 async def insert_letters(conn: asyncpg.Connection, rows: Sequence[LetterRow]) -> int:
