@@ -319,6 +319,9 @@ class Stack:
     down: set[str] = field(default_factory=set)
     #: restarts by the supervisor of a service that exited on its own, with its exit code
     exits: list[tuple[str, int]] = field(default_factory=list)
+    #: each stream service's own health port (``settings.health``): processes of one host
+    #: cannot share the default
+    health_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -326,9 +329,11 @@ class Stack:
 
     def start(self, name: str) -> None:
         log = (self.run_dir / f"{name}.log").open("ab")
+        health_port = self.health_ports.setdefault(name, _free_port())
         self.procs[name] = subprocess.Popen(
             [sys.executable, "-m", "evalloop.cli.main", "up", "--service", name],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**self.env, "EVALLOOP_HEALTH__PORT": str(health_port)},
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )
         log.close()
 
