@@ -10,7 +10,7 @@ creates and drops its own databases) when set; otherwise it starts them as ``tes
 does (embedded PostgreSQL 18 in /var/tmp/evalloop-bench-<uid>/pg, a Kafka 4.x broker from the
 Maven Central jars in a temporary directory, stopped at the end).
 
-What is measured, in one run (issue 2, "Benchmarks"):
+What is measured, in one run :
 
 1. ``--events`` valid feedback events (seeded mix of about 1 KB each: every turn's
    ``agent_response``; on ~10% of turns a rating, correction, escalation, outcome or safety
@@ -176,7 +176,7 @@ def make_events(n: int, seed: int) -> list[tuple[str, bytes]]:
         roll = rng.random()
         extra: dict[str, Any] | None = None
         # ~10% of turns get feedback, ~5% are negative: production traffic is mostly unrated
-        # (DESIGN.md, "Negative cases"), and an incident is a few percent negative.
+        # (docs/rules.md#negative-cases), and an incident is a few percent negative.
         if roll < 0.06:
             extra = {"event_type": "user_rating", "thumbs": rng.choice(["up", "down"]),
                      "comment": _sentence(rng, 8)}

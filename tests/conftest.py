@@ -1,4 +1,4 @@
-"""Shared fixtures: real PostgreSQL and real Kafka (no mocks of either; PREAMBLE, DESIGN.md).
+"""Shared fixtures: real PostgreSQL and real Kafka (no mocks of either).
 
 Servers:
     * PostgreSQL: ``EVALLOOP_TEST_PG_DSN`` (an admin DSN; ``.ci/run`` sets it) or the embedded

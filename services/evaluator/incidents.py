@@ -63,7 +63,7 @@ log = logging.getLogger("evalloop.evaluator.incidents")
 
 #: The pseudo-cluster incident candidates are filed under in the review queue.
 INCIDENT_CLUSTER_ID = "escalation-incidents"
-INCIDENT_CLUSTER_LABEL = "escalation incident (seed 003: add a case covering the scenario)"
+INCIDENT_CLUSTER_LABEL = "escalation incident (docs/rules.md#eval-cadence: add a case covering it)"
 #: Candidate confidence by ``Escalation.requested_by`` (module docstring).
 CONFIDENCE = {"policy": 0.9, "agent": 0.8, "user": 0.7}
 _NAMESPACE = uuid.UUID("0b6f6d8e-3f51-4c55-8a0b-6d2b8f0e7a41")

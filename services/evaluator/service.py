@@ -137,7 +137,8 @@ class EvaluatorService(Service):
         Publishes("reeval_completed", ReevalCompleted,
                   "a re-evaluation job finished: run id, pinned golden-set version, summary"),
         Publishes("candidate_proposed", CandidateProposed,
-                  "a golden-set candidate covering an escalation incident (seed 003 cadence)"),
+                   "a golden-set candidate covering an escalation incident "
+                   "(docs/rules.md#eval-cadence)"),
         Publishes("readiness_decided", ReadinessDecided,
                   "the production gate decided on a run: GO / CONDITIONAL GO / NO-GO, why"),
     )

@@ -3,12 +3,15 @@
 Job ids are deterministic (uuid5 in :data:`JOB_NAMESPACE`) over what caused the job, so that a
 redelivered cause maps to the job already recorded (``ON CONFLICT (job_id) DO NOTHING``):
 
-* ``negative_rate``: the agent and the event time of the firing (seed 004: > 2% over 24 h);
+* ``negative_rate``: the agent and the event time of the firing (> 2% over 24 h,
+  docs/rules.md#feedback-loop-trigger);
 * ``system_prompt`` / ``model_version`` / ``knowledge_base``: the agent, the change kind and the
-  new version (seed 003 cadence: prompt or model change -> full set; knowledge-base update ->
+  new version (cadence, docs/rules.md#eval-cadence: prompt or model change -> full set;
+  knowledge-base update ->
   the cases relevant to the changed content). Not the event id: any number of events
   announcing one version are one job (``docs/security.md#cost-amplification``);
-* ``weekly_sample``: the agent and the previous sample's time (seed 003 cadence: weekly
+* ``weekly_sample``: the agent and the previous sample's time (cadence,
+  docs/rules.md#eval-cadence: weekly
   production monitoring, a random sample of 10 cases, seeded).
 """
 
@@ -73,7 +76,8 @@ def change_job_id(agent_id: str, change_kind: str, new_version: str) -> UUID:
 
 
 def change_request(event: AgentChanged, *, requested_at: datetime) -> ReevalRequested:
-    """The request an ``agent_changed`` event causes (seed 003's cadence table).
+    """The request an ``agent_changed`` event causes (the cadence table,
+    docs/rules.md#eval-cadence).
 
     ``system_prompt`` and ``model_version`` run the full golden set; ``knowledge_base`` runs the
     cases touching ``changed_documents`` (the evaluator selects them by context chunks / tags).
@@ -87,13 +91,13 @@ def change_request(event: AgentChanged, *, requested_at: datetime) -> ReevalRequ
         reason = (
             f"knowledge base updated to {event.new_version} at {when}: "
             f"{len(docs)} changed document(s) ({_doc_list(docs) or 'none named'}); "
-            "runs the cases relevant to the changed content (seed 003 cadence)"
+            "runs the cases relevant to the changed content (docs/rules.md#eval-cadence)"
         )
     else:
         what = "system prompt" if event.change_kind == "system_prompt" else "model version"
         reason = (
             f"{what} changed to {event.new_version} at {when}: "
-            "runs the full golden set (seed 003 cadence)"
+            "runs the full golden set (docs/rules.md#eval-cadence)"
         )
     return ReevalRequested(
         job_id=change_job_id(event.agent_id, event.change_kind, event.new_version),
@@ -131,7 +135,8 @@ def weekly_request(
     base_seed: int,
     requested_at: datetime,
 ) -> ReevalRequested:
-    """The weekly sampled re-evaluation (seed 003: "weekly production monitoring: random sample
+    """The weekly sampled re-evaluation (docs/rules.md#eval-cadence: "weekly production monitoring:
+    random sample
     of 10 cases"). ``previous_at`` is the last sample's time (or the agent's first sighting);
     the job id is uuid5 of (agent, ``previous_at``), so one period yields one job."""
     every = _period(interval_s)
@@ -143,7 +148,7 @@ def weekly_request(
         trigger="weekly_sample",
         reason=(
             f"scheduled production monitoring (every {every}): random sample of "
-            f"{sample_size} cases, seed {seed} (seed 003 cadence)"
+            f"{sample_size} cases, seed {seed} (docs/rules.md#eval-cadence)"
         ),
         sample_size=sample_size,
         sample_seed=seed,

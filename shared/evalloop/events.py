@@ -1,7 +1,8 @@
 """The wire contract: every message evalloop reads or writes on the bus.
 
 Feedback events (topic ``feedback.events.v1``, key = ``agent_id``) are a discriminated union on
-``event_type`` (DESIGN.md, "Events"). Internal messages (negative cases, re-evaluation requests and
+``event_type`` (README "Running the services"; schemas/events/). Internal messages (negative cases,
+re-evaluation requests and
 results, golden-set candidates) have one model per topic. All models are pydantic v2, frozen and
 ``extra="forbid"``; timestamps must be timezone-aware and are normalised to UTC.
 
@@ -128,7 +129,7 @@ class ContextChunk(_Model):
 
 
 class _Event(_Model):
-    """Fields every feedback event carries (DESIGN.md, "Events").
+    """Fields every feedback event carries (README "Running the services"; schemas/events/).
 
     ``event_id`` is chosen by the producer and is the idempotency key: a re-sent event is the
     same event. ``occurred_at`` is the event time; ``received_at`` is set by ingest (UTC).
@@ -276,7 +277,8 @@ class NegativeCase(_Model):
 class ReevalRequested(_Model):
     """A re-evaluation job was requested (topic ``reeval.requested.v1``).
 
-    ``trigger``: why (seed 004: negative rate > 2% over 24 h; seed 003 cadence: agent change,
+    ``trigger``: why (docs/rules.md#feedback-loop-trigger: negative rate > 2% over 24 h; cadence,
+    docs/rules.md#eval-cadence: agent change,
     knowledge-base update, weekly sample, manual). For ``negative_rate`` the window and counts are
     set; ``rate`` and the Wilson 95% interval bounds are ratios 0-1.
     """

@@ -222,7 +222,7 @@ class ConsumerSettings(BaseModel):
 
 
 class FusionSettings(BaseModel):
-    """Signal -> (negative?, confidence) defaults (DESIGN.md, "Negative cases"). Ratios 0-1."""
+    """Signal -> (negative?, confidence) defaults (docs/rules.md#negative-cases). Ratios 0-1."""
 
     thumbs_down: float = 0.7
     low_score: float = 0.7
@@ -241,12 +241,14 @@ class FusionSettings(BaseModel):
 
 
 class MonitorSettings(BaseModel):
-    """Negative-rate trigger (seed 004: "exceeds 2% over a 24-hour window").
+    """Negative-rate trigger ("exceeds 2% over a 24-hour window",
+    docs/rules.md#feedback-loop-trigger).
 
     ``threshold``: fire above this rate; ``clear_below``: re-arm only once the rate fell below
     this (hysteresis); ``min_turns``: minimum turns in the window; ``cooldown_s``: seconds
     between two requests for one agent (event time); ``bucket_s``: bucket width of the window,
-    seconds. The weekly schedule (seed 003 cadence: "weekly production monitoring: random sample
+    seconds. The weekly schedule (cadence, docs/rules.md#eval-cadence: "weekly production
+    monitoring: random sample
     of 10 cases") requests ``weekly_sample_size`` cases every ``weekly_interval_s`` per agent.
     """
 
@@ -259,9 +261,11 @@ class MonitorSettings(BaseModel):
     bucket_s: int = 300
     weekly_interval_s: int = Field(
         7 * 24 * 3600,
-        description="seconds between two sampled re-evaluations of one agent (seed 003: weekly)",
+        description="seconds between two sampled re-evaluations of one agent "
+                    "(docs/rules.md#eval-cadence: weekly)",
     )
-    weekly_sample_size: int = Field(10, description="cases per sampled run (seed 003: 10)")
+    weekly_sample_size: int = Field(
+        10, description="cases per sampled run (docs/rules.md#eval-cadence: 10)")
     weekly_seed: int = Field(0, description="base seed of the weekly samples (mixed per agent)")
     schedule_tick_s: float = Field(60.0, description="how often the schedule is checked, s")
     change_cooldown_s: int = Field(

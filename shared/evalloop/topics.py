@@ -1,4 +1,4 @@
-"""Topic names (DESIGN.md: ``<domain>.<event>.v<N>``; key = ``agent_id``) and consumer groups.
+"""Topic names (``<domain>.<event>.v<N>``; key = ``agent_id``) and consumer groups.
 
 Services take a :class:`Topics` (built from settings) instead of the constants, so that a test or
 a second deployment can run on its own namespace (``Topics.with_prefix("t1.")``).
@@ -28,7 +28,7 @@ GROUP_EVALUATOR = "evalloop-evaluator"
 
 @dataclass(frozen=True, slots=True)
 class Topics:
-    """The topic names one deployment uses (defaults: the DESIGN.md names)."""
+    """The topic names one deployment uses (defaults: ``<domain>.<event>.v<N>``)."""
 
     feedback_events: str = FEEDBACK_EVENTS
     feedback_dlq: str = FEEDBACK_DLQ

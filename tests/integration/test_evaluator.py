@@ -114,7 +114,7 @@ async def test_requested_job_runs_the_pinned_version_and_completes(env: Env) -> 
     s = done.summary
     assert (s["total"], s["passed"], s["failed"], s["agent_errors"], s["gate_failures"],
             s["exit_code"], s["selected"], s["golden_set_cases"]) == (36, 36, 0, 0, 0, 0, 36, 36)
-    assert s["rule"] == "negative_rate: full set (seed 003 cadence)"
+    assert s["rule"] == "negative_rate: full set (docs/rules.md#eval-cadence)"
     assert s["golden_set"] == f"{AGENT}/hr-qa-agent-evals@1"
 
     job = await _job(env.pool, req.job_id)

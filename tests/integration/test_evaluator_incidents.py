@@ -1,5 +1,5 @@
 """Escalation incidents -> golden-set candidates in the review queue (real PostgreSQL,
-in-process bus): seed 003 cadence "After any escalation incident: add case covering the
+in-process bus): docs/rules.md#eval-cadence "After any escalation incident: add case covering the
 incident scenario"."""
 
 from __future__ import annotations

@@ -398,13 +398,13 @@ async def test_agent_changes_request_jobs_once_per_version(pool: asyncpg.Pool) -
     ]
     assert reqs[0].reason == (
         "system prompt changed to p-7 at 2026-03-02T10:00:00Z: runs the full golden set "
-        "(seed 003 cadence)"
+        "(docs/rules.md#eval-cadence)"
     )
     assert reqs[2].changed_documents == ["leave-policy.pdf", "transport.pdf"]
     assert reqs[2].reason == (
         "knowledge base updated to kb-12 at 2026-03-02T10:00:00Z: 2 changed document(s) "
         "(leave-policy.pdf, transport.pdf); runs the cases relevant to the changed content "
-        "(seed 003 cadence)"
+        "(docs/rules.md#eval-cadence)"
     )
     assert await pool.fetchval("SELECT count(*) FROM reeval_jobs") == 3
     assert await pool.fetchval("SELECT count(*) FROM monitor_turns") == 0  # not turns
@@ -429,7 +429,7 @@ async def test_weekly_sample_once_per_period_across_restarts(pool: asyncpg.Pool)
     assert reqs[0].sample_seed != reqs[1].sample_seed
     assert reqs[0].reason == (
         f"scheduled production monitoring (every week): random sample of 10 cases, seed "
-        f"{reqs[0].sample_seed} (seed 003 cadence)"
+        f"{reqs[0].sample_seed} (docs/rules.md#eval-cadence)"
     )
 
 

@@ -273,7 +273,7 @@ async def test_a_due_conditional_go_reevaluation_is_run_by_the_evaluator_and_gat
         assert await svc.sweep() == [due.job_id]
         done = await svc.run_job(due.job_id)
     assert done is not None and done.status == "succeeded"
-    assert done.summary["rule"] == "conditional_go: full set (seed 003 cadence)"
+    assert done.summary["rule"] == "conditional_go: full set (docs/rules.md#eval-cadence)"
     assert done.summary["total"] == 36 and done.summary["gate_failures"] == 0
     # no judge here: nothing scored, readiness cannot be shown
     assert done.decision == "NO-GO"

@@ -115,7 +115,7 @@ def test_turn_flags_per_event_type() -> None:
     )
     assert _flags(UserRating(**_common(7), thumbs="up")) == TurnFlags(
         signal_bucket=at(5), signal_at=at(7))
-    # a user asking for a human is not by itself a failure (DESIGN.md)
+    # a user asking for a human is not by itself a failure (docs/rules.md#negative-cases)
     assert _flags(Escalation(**_common(7), requested_by="user")).negative is False
     assert _flags(Escalation(**_common(7), requested_by="agent")).negative is True
     change = AgentChanged(**_common(1), change_kind="system_prompt", new_version="v2")

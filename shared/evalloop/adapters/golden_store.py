@@ -3,7 +3,8 @@
 Tables: migration 0004. asyncpg errors are mapped to :class:`~evalloop.errors.StorageError`;
 a missing version is a :class:`~evalloop.errors.GoldenSetError`.
 
-Versioning (DESIGN.md "Golden sets"): importing a file stores a **new immutable version** whose
+Versioning (docs/rules.md#golden-set-format): importing a file stores a **new immutable version**
+whose
 parent is the previous one, with a diff (added / removed / changed case ids) and a content hash;
 importing content identical to the latest version stores nothing and says so. Concurrent imports
 of one set take turns on the ``golden_sets`` row lock, so versions are gap-free.

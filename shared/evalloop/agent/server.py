@@ -3,7 +3,8 @@
 Endpoints:
 
 - ``POST /`` (also ``/chat``, ``/v1/chat/completions``, ``/v1/messages``): body
-  ``{"messages": [{"role": "user", "content": "..."}]}`` (seed 003's contract; ``content`` may
+  ``{"messages": [{"role": "user", "content": "..."}]}`` (docs/rules.md#endpoint-contract;
+  ``content`` may
   also be a list of ``{"type": "text", "text": ...}`` blocks). The last user message is answered.
 - ``GET /healthz``: ``{"status": "ok", "kb", "chunks", "agent_version", "model_version",
   "prompt_version", "weak"}``.
@@ -38,7 +39,8 @@ __all__ = ["BadRequest", "build_agent_app", "extract_question", "serve_agent"]
 
 
 class BadRequest(ValueError):
-    """The request body is not seed 003's ``{"messages": [...]}``; ``expected`` / ``received``
+    """The request body is not the endpoint contract's ``{"messages": [...]}``; ``expected`` /
+    ``received``
     describe the problem (returned as HTTP 400)."""
 
     def __init__(self, expected: str, received: str) -> None:

@@ -1,9 +1,9 @@
-"""Which golden-set cases a re-evaluation trigger runs (seed 003, "Eval cadence").
+"""Which golden-set cases a re-evaluation trigger runs (docs/rules.md#eval-cadence).
 
 Seed 003's cadence table, as triggers of ``reeval.requested.v1``:
 
 ==========================  ======================================  =========================
-seed 003 trigger            ``trigger``                             cases run
+cadence trigger            ``trigger``                             cases run
 ==========================  ======================================  =========================
 Before initial deployment   ``manual``                              full set
 System prompt change        ``system_prompt``                       full set
@@ -14,7 +14,8 @@ Weekly production           ``weekly_sample`` (sample_size,         random sampl
 monitoring                  sample_seed)                            cases
 ==========================  ======================================  =========================
 
-plus seed 004's ``negative_rate`` trigger ("re-evaluation when the negative feedback rate
+plus the ``negative_rate`` trigger (docs/rules.md#feedback-loop-trigger) ("re-evaluation when the
+negative feedback rate
 exceeds 2%"), which runs the full set. ("After any escalation incident: add case covering the
 incident scenario" is not a run: the evaluator proposes a golden-set candidate instead.)
 
@@ -51,12 +52,13 @@ Trigger = Literal[
     "negative_rate", "system_prompt", "model_version", "knowledge_base", "weekly_sample", "manual",
     "conditional_go", "nightly",
 ]
-#: Triggers that run the whole golden-set version (seed 003 cadence; seed 004 negative rate;
+#: Triggers that run the whole golden-set version (docs/rules.md#eval-cadence;
+#: docs/rules.md#feedback-loop-trigger;
 #: the re-evaluation a CONDITIONAL GO schedules and the nightly run, ``docs/readiness.md``).
 FULL_SET_TRIGGERS: frozenset[str] = frozenset(
     {"negative_rate", "system_prompt", "model_version", "manual", "conditional_go", "nightly"}
 )
-#: seed 003: "Weekly production monitoring: Yes, random sample of 10 cases".
+#: docs/rules.md#eval-cadence: "Weekly production monitoring: Yes, random sample of 10 cases".
 WEEKLY_SAMPLE_SIZE = 10
 
 
@@ -75,7 +77,7 @@ class CaseLike(Protocol):
 
     @property
     def tags(self) -> Sequence[str]:
-        """Free tags (seed 004); a tag may name a document or section."""
+        """Free tags (docs/rules.md#golden-set-format); a tag may name a document or section."""
         ...
 
 
@@ -143,7 +145,7 @@ def select_cases(
     """
     ids = tuple(c.id for c in cases)
     if trigger in FULL_SET_TRIGGERS:
-        return Selection(ids, f"{trigger}: full set (seed 003 cadence)", full_set=True)
+        return Selection(ids, f"{trigger}: full set (docs/rules.md#eval-cadence)", full_set=True)
     if trigger == "knowledge_base":
         docs = [d for d in changed_documents if document_keys(d)]
         if not docs:
