@@ -136,7 +136,11 @@ async def _standalone_health(
 
 
 async def test_a_service_run_alone_serves_healthz_and_readyz(settings: Settings) -> None:
-    ready, health = await _standalone_health(settings)
+    def loop_started(r: httpx.Response) -> bool:  # the service starts its loop after binding
+        services = r.json().get("services") or [{}]
+        return bool(services[0].get("loops"))
+
+    ready, health = await _standalone_health(settings, until=loop_started)
     assert ready.status_code == 200
     body = ready.json()
     assert (body["status"], body["ready"]) == ("ok", True)
