@@ -1,9 +1,12 @@
-"""Kafka settings against a broker that requires SASL (PLAIN over SASL_PLAINTEXT) or TLS.
+"""Kafka settings against a broker that requires SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512),
+TLS, or both (SASL_SSL).
 
-This module starts its OWN broker (``local_kafka.start(..., sasl=True, tls=...)``: a
-SASL_PLAINTEXT and an SSL client listener next to the PLAINTEXT one; the SSL certificate is signed
-by a CA made here), never the shared test broker, and stops it at the end
-(``docs/security.md#kafka``). Services connect with ``ensure_topics`` and ``build_broker``;
+This module starts its OWN broker (``local_kafka.start(..., sasl=True, tls=...)``: SASL_PLAINTEXT,
+SSL and SASL_SSL client listeners next to the PLAINTEXT one; the certificate is signed by a CA
+made here; SCRAM credentials are written at format time), never the shared test broker, and
+stops it at the end (``docs/security.md#kafka``). One broker serves every case. Services
+connect with ``ensure_topics`` (aiokafka admin, ``client_security``), ``build_broker``
+(FastStream, ``broker_security``) and ``build_producer`` (aiokafka, ``client_security``);
 those are the paths tested here.
 """
 
@@ -26,7 +29,13 @@ from pydantic import SecretStr
 
 from evalloop.adapters import local_kafka
 from evalloop.adapters.bus import Record
-from evalloop.adapters.kafka import KafkaBus, build_broker, ensure_topics, subscribe_batch
+from evalloop.adapters.kafka import (
+    KafkaBus,
+    build_broker,
+    build_producer,
+    ensure_topics,
+    subscribe_batch,
+)
 from evalloop.errors import BusError
 from evalloop.events import UserRating, dump_event, parse_event
 from evalloop.settings import KafkaSettings
@@ -130,9 +139,10 @@ def test_credentials_stay_out_of_the_state_file_and_repr(
     assert state is not None and state.sasl_bootstrap == sasl_broker.sasl_bootstrap
 
 
-async def _round_trip(settings: KafkaSettings) -> None:
-    """Publish one feedback event through ``build_broker``/``KafkaBus`` and consume it back
-    through ``subscribe_batch`` (the services' path); assert the exact event returns."""
+async def _round_trip(settings: KafkaSettings, *, via_producer: bool = False) -> None:
+    """Publish one feedback event through ``build_broker``/``KafkaBus`` (``via_producer``:
+    through ``build_producer``/``KafkaBus``, ingest's and the recorder's fast path) and consume
+    it back through ``subscribe_batch`` (the services' path); assert the exact event returns."""
     topics = Topics.with_prefix(settings.topic_prefix)
     await ensure_topics(settings, topics)
     event = UserRating(
@@ -141,13 +151,22 @@ async def _round_trip(settings: KafkaSettings) -> None:
         occurred_at=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), thumbs="down",
         comment="wrong refund amount",
     )
-    publisher = build_broker(settings)
-    await publisher.connect()
-    try:
-        await KafkaBus(publisher).publish(topics.feedback_events, dump_event(event),
-                                          key=event.agent_id)
-    finally:
-        await publisher.stop()
+    if via_producer:
+        producer = build_producer(settings)
+        await producer.start()
+        try:
+            await KafkaBus(producer=producer).publish(topics.feedback_events, dump_event(event),
+                                                      key=event.agent_id)
+        finally:
+            await producer.stop()
+    else:
+        publisher = build_broker(settings)
+        await publisher.connect()
+        try:
+            await KafkaBus(publisher).publish(topics.feedback_events, dump_event(event),
+                                              key=event.agent_id)
+        finally:
+            await publisher.stop()
 
     got: list[Record] = []
     done = asyncio.Event()
@@ -214,3 +233,49 @@ async def test_a_wrong_password_is_a_clear_sasl_error_without_the_password(
     assert message.endswith("check kafka.sasl_username and EVALLOOP_KAFKA__SASL_PASSWORD")
     assert wrong not in message
     assert sasl_broker.sasl_user is not None and sasl_broker.sasl_user[1] not in message
+
+
+def _sasl_ssl_settings(server: local_kafka.LocalKafka, mechanism: str, password: str,
+                       cafile: Path) -> KafkaSettings:
+    assert server.sasl_ssl_bootstrap is not None and server.sasl_user is not None
+    return KafkaSettings(
+        bootstrap=server.sasl_ssl_bootstrap, security_protocol="SASL_SSL",
+        sasl_mechanism=mechanism, sasl_username=server.sasl_user[0],
+        sasl_password=SecretStr(password), ssl_cafile=cafile,
+        topic_prefix=f"scram{uuid.uuid4().hex[:8]}.",
+    )
+
+
+async def test_sasl_ssl_with_scram_sha_512_publishes_and_consumes_a_feedback_event(
+    sasl_broker: local_kafka.LocalKafka, ca_files: tuple[Path, Path, tuple[str, str]],
+) -> None:
+    assert sasl_broker.sasl_user is not None
+    settings = _sasl_ssl_settings(sasl_broker, "SCRAM-SHA-512", sasl_broker.sasl_user[1],
+                                  ca_files[0])
+    await _round_trip(settings, via_producer=True)
+
+
+async def test_sasl_ssl_with_scram_sha_256_publishes_and_consumes_a_feedback_event(
+    sasl_broker: local_kafka.LocalKafka, ca_files: tuple[Path, Path, tuple[str, str]],
+) -> None:
+    assert sasl_broker.sasl_user is not None
+    await _round_trip(_sasl_ssl_settings(sasl_broker, "SCRAM-SHA-256", sasl_broker.sasl_user[1],
+                                         ca_files[0]))
+
+
+async def test_sasl_ssl_scram_sha_512_with_a_wrong_password_is_a_clear_error(
+    sasl_broker: local_kafka.LocalKafka, ca_files: tuple[Path, Path, tuple[str, str]],
+) -> None:
+    wrong = "not-the-password-" + uuid.uuid4().hex
+    settings = _sasl_ssl_settings(sasl_broker, "SCRAM-SHA-512", wrong, ca_files[0])
+    with pytest.raises(BusError) as caught:
+        await ensure_topics(settings, Topics.with_prefix(settings.topic_prefix))
+    assert sasl_broker.sasl_user is not None
+    assert str(caught.value) == (
+        f"SASL authentication failed on {sasl_broker.sasl_ssl_bootstrap} as user "
+        f"'{sasl_broker.sasl_user[0]}' (mechanism SCRAM-SHA-512): [Error 58] "
+        "SaslAuthenticationFailed: Authentication failed during authentication due to invalid "
+        "credentials with SASL mechanism SCRAM-SHA-512; check kafka.sasl_username and "
+        "EVALLOOP_KAFKA__SASL_PASSWORD"
+    )
+    assert caught.type is BusError

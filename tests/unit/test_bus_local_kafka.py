@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from pathlib import Path
 
 import pytest
@@ -69,10 +72,68 @@ def test_server_properties_with_a_sasl_plain_listener(tmp_path: Path) -> None:
     assert props["listener.security.protocol.map"] == (
         "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT")
     assert props["inter.broker.listener.name"] == "PLAINTEXT"
-    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
     assert props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] == (
         "org.apache.kafka.common.security.plain.PlainLoginModule required "
         'user_admin="a1" user_u7="p7";')
+    for mech in ("scram-sha-256", "scram-sha-512"):
+        assert props[f"listener.name.sasl_plaintext.{mech}.sasl.jaas.config"] == (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+    assert not any(k.startswith("listener.name.sasl_ssl.") for k in props)
+
+
+def test_server_properties_with_sasl_and_tls_add_a_sasl_ssl_listener(tmp_path: Path) -> None:
+    chain = "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n"
+    key = "-----BEGIN PRIVATE KEY-----\nCCC\n-----END PRIVATE KEY-----\n"
+    text = local_kafka._server_properties(tmp_path, 9100, 9101, (9102, {"admin": "a1"}),
+                                          (9103, chain, key), 9104)
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["listeners"] == (
+        "PLAINTEXT://127.0.0.1:9100,CONTROLLER://127.0.0.1:9101,SASL_PLAINTEXT://127.0.0.1:9102,"
+        "SSL://127.0.0.1:9103,SASL_SSL://127.0.0.1:9104")
+    assert props["advertised.listeners"] == (
+        "PLAINTEXT://127.0.0.1:9100,SASL_PLAINTEXT://127.0.0.1:9102,SSL://127.0.0.1:9103,"
+        "SASL_SSL://127.0.0.1:9104")
+    assert props["listener.security.protocol.map"] == (
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
+        "SASL_SSL:SASL_SSL")
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+    assert props["listener.name.sasl_ssl.ssl.keystore.type"] == "PEM"
+    assert props["listener.name.sasl_ssl.ssl.keystore.certificate.chain"] == (
+        r"-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----")
+    assert props["listener.name.sasl_ssl.ssl.keystore.key"] == (
+        r"-----BEGIN PRIVATE KEY-----\nCCC\n-----END PRIVATE KEY-----")
+    assert props["listener.name.sasl_ssl.plain.sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="a1";')
+    assert props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+
+
+def _client_proof(digest: str, salted_b64: str, auth_message: str) -> str:
+    """RFC 5802 section 3: ClientProof = ClientKey XOR HMAC(H(ClientKey), AuthMessage)."""
+    salted = base64.b64decode(salted_b64)
+    client_key = hmac.digest(salted, b"Client Key", digest)
+    stored = hashlib.new(digest, client_key).digest()
+    signature = hmac.digest(stored, auth_message.encode(), digest)
+    return base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature,
+                                                        strict=True))).decode()
+
+
+def test_scram_credentials_are_salted_as_rfc_7677_computes_them() -> None:
+    # RFC 7677 section 3: user "user", password "pencil", this salt, 4096 iterations.
+    salt = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
+    sha256, sha512 = local_kafka.scram_credentials("user", "pencil", salt=salt)
+    prefix = 'SCRAM-SHA-256=[name=user,iterations=4096,salt="W22ZaJ0SNY7soEsUEjb6gQ==",'
+    assert sha256.startswith(prefix + 'saltedpassword="')
+    assert sha512.startswith('SCRAM-SHA-512=[name=user,iterations=4096,'
+                             'salt="W22ZaJ0SNY7soEsUEjb6gQ==",saltedpassword="')
+    assert "pencil" not in sha256 + sha512
+    salted = sha256[len(prefix) + len('saltedpassword="'):-2]
+    auth = ("n=user,r=rOprNGfwEbeRWgbNEkqO,"
+            "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,"
+            "i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+    assert _client_proof("sha256", salted, auth) == (
+        "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
 
 
 def test_the_state_file_keeps_no_sasl_password(tmp_path: Path) -> None:

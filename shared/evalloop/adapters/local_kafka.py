@@ -9,8 +9,9 @@ Steps (``docs/local-servers.md#kafka-from-maven-central``):
 1. :func:`fetch` resolves ``deploy/kafka/pom.xml`` (``org.apache.kafka:kafka_2.13`` plus a log4j2
    SLF4J binding) with ``mvn dependency:copy-dependencies`` into ``<cache>/kafka-<version>/libs``.
 2. :func:`start` writes ``server.properties`` for one combined broker+controller on 127.0.0.1 with
-   free ports and a static quorum (optionally a second, SASL_PLAINTEXT client listener with the
-   PLAIN mechanism and credentials generated for this start: ``docs/security.md#kafka``),
+   free ports and a static quorum (optionally SASL_PLAINTEXT, SSL and SASL_SSL client listeners
+   with the PLAIN and SCRAM-SHA-256/512 mechanisms and credentials generated for this start:
+   ``docs/security.md#kafka``),
    formats KRaft storage (``kafka.tools.StorageTool``), launches
    ``java -cp 'libs/*' kafka.Kafka server.properties`` in its own session, and waits until an
    aiokafka admin client's ``describe_cluster()`` answers (the broker serves requests only once
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import logging
 import os
@@ -41,6 +43,8 @@ from pathlib import Path
 
 __all__ = [
     "DEFAULT_CACHE",
+    "SASL_MECHANISMS",
+    "SCRAM_ITERATIONS",
     "KafkaLaunchError",
     "LocalKafka",
     "fetch",
@@ -48,6 +52,7 @@ __all__ = [
     "kafka_version",
     "read_state",
     "restart",
+    "scram_credentials",
     "start",
     "stop",
 ]
@@ -94,13 +99,15 @@ class LocalKafka:
         home: the state directory (``server.properties``, ``data/``, ``kafka.log``, ``state.json``).
         log_path: the JVM's combined stdout/stderr (log4j2 writes to stdout).
         started_s: seconds from launch to the first answered ``describe_cluster()``.
-        sasl_bootstrap: ``127.0.0.1:<port>`` of the SASL_PLAINTEXT (PLAIN) listener, or ``None``
-            when :func:`start` was not asked for one.
-        sasl_user: ``(username, password)`` accepted by that listener, generated per start; kept
-            out of ``repr`` and of ``state.json`` (so never logged), so only the caller of
-            :func:`start` knows it.
+        sasl_bootstrap: ``127.0.0.1:<port>`` of the SASL_PLAINTEXT listener (mechanisms
+            :data:`SASL_MECHANISMS`), or ``None`` when :func:`start` was not asked for one.
+        sasl_user: ``(username, password)`` accepted by the SASL listeners with every mechanism,
+            generated per start; kept out of ``repr`` and of ``state.json`` (so never logged),
+            so only the caller of :func:`start` knows it.
         ssl_bootstrap: ``127.0.0.1:<port>`` of the SSL (TLS) listener, or ``None`` when
             :func:`start` was given no certificate.
+        sasl_ssl_bootstrap: ``127.0.0.1:<port>`` of the SASL_SSL listener (SASL over that
+            certificate), or ``None`` unless :func:`start` had both ``sasl`` and ``tls``.
     """
 
     bootstrap: str
@@ -111,6 +118,7 @@ class LocalKafka:
     sasl_bootstrap: str | None = None
     sasl_user: tuple[str, str] | None = field(default=None, repr=False)
     ssl_bootstrap: str | None = None
+    sasl_ssl_bootstrap: str | None = None
 
     def to_json(self) -> str:
         """The state file's content (paths as strings; no credentials)."""
@@ -186,6 +194,48 @@ def _jaas_plain(users: dict[str, str]) -> str:
     return f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"
 
 
+#: SASL mechanisms every SASL listener of a local broker enables (docs/security.md#kafka).
+SASL_MECHANISMS: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: PBKDF2 rounds of the SCRAM credentials written at format time (Kafka's minimum).
+SCRAM_ITERATIONS = 4096
+#: The broker side of SCRAM needs a login module entry; its users live in the metadata log.
+_JAAS_SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+
+
+def _sasl_listener(name: str, users: dict[str, str]) -> dict[str, object]:
+    """Login module entries of every mechanism in :data:`SASL_MECHANISMS` on listener ``name``
+    (the broker refuses to start a SASL listener with a mechanism that has none)."""
+    return {
+        f"listener.name.{name}.{mech.lower()}.sasl.jaas.config":
+            _jaas_plain(users) if mech == "PLAIN" else _JAAS_SCRAM
+        for mech in SASL_MECHANISMS
+    }
+
+
+def scram_credentials(user: str, password: str, *, salt: bytes | None = None) -> list[str]:
+    """``kafka-storage format --add-scram`` values for ``user``, one per SCRAM mechanism, in
+    the salted form (``iterations``, ``salt``, ``saltedpassword``; RFC 5802's
+    ``Hi(password, salt, i)`` = PBKDF2-HMAC), so the password itself is never on a command line.
+
+    Args:
+        user: the SCRAM user name.
+        password: its password (UTF-8).
+        salt: 16 random bytes when ``None`` (tests pass one to get a fixed output).
+
+    Returns:
+        ``['SCRAM-SHA-256=[name=<user>,iterations=4096,salt="<b64>",saltedpassword="<b64>"]',
+        'SCRAM-SHA-512=[...]']``.
+    """
+    salt = secrets.token_bytes(16) if salt is None else salt
+    out = []
+    for mech, digest in (("SCRAM-SHA-256", "sha256"), ("SCRAM-SHA-512", "sha512")):
+        salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, SCRAM_ITERATIONS)
+        out.append(f'{mech}=[name={user},iterations={SCRAM_ITERATIONS},'
+                   f'salt="{base64.b64encode(salt).decode()}",'
+                   f'saltedpassword="{base64.b64encode(salted).decode()}"]')
+    return out
+
+
 def _pem_value(pem: str) -> str:
     """A PEM text as one ``.properties`` value (Java's loader turns ``\\n`` into newlines)."""
     return "\\n".join(pem.strip().splitlines())
@@ -193,10 +243,14 @@ def _pem_value(pem: str) -> str:
 
 def _server_properties(home: Path, port: int, cport: int,
                        sasl: tuple[int, dict[str, str]] | None = None,
-                       tls: tuple[int, str, str] | None = None) -> str:
+                       tls: tuple[int, str, str] | None = None,
+                       sasl_ssl_port: int | None = None) -> str:
     """``server.properties``; ``sasl`` = (port, {user: password}) adds a SASL_PLAINTEXT
-    listener (PLAIN) for clients; ``tls`` = (port, certificate chain PEM, unencrypted PKCS#8 key
-    PEM) adds an SSL listener. Controller and inter-broker traffic stay on PLAINTEXT."""
+    listener for clients (mechanisms :data:`SASL_MECHANISMS`: PLAIN users from the dict, SCRAM
+    users from the metadata log); ``tls`` = (port, certificate chain PEM, unencrypted PKCS#8 key
+    PEM) adds an SSL listener; with both, ``sasl_ssl_port`` adds a SASL_SSL listener (the same
+    mechanisms and users over the same certificate). Controller and inter-broker traffic stay on
+    PLAINTEXT."""
     listeners = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"
     advertised = f"PLAINTEXT://127.0.0.1:{port}"
     protocols = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
@@ -207,19 +261,25 @@ def _server_properties(home: Path, port: int, cport: int,
         advertised += f",SASL_PLAINTEXT://127.0.0.1:{sport}"
         protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
         extra = {
-            "sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas_plain(users),
+            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+            **_sasl_listener("sasl_plaintext", users),
         }
     if tls is not None:
         tport, chain, key = tls
         listeners += f",SSL://127.0.0.1:{tport}"
         advertised += f",SSL://127.0.0.1:{tport}"
         protocols += ",SSL:SSL"
-        extra |= {
-            "listener.name.ssl.ssl.keystore.type": "PEM",
-            "listener.name.ssl.ssl.keystore.certificate.chain": _pem_value(chain),
-            "listener.name.ssl.ssl.keystore.key": _pem_value(key),
-        }
+        for name in ("ssl", "sasl_ssl") if sasl is not None and sasl_ssl_port else ("ssl",):
+            extra |= {
+                f"listener.name.{name}.ssl.keystore.type": "PEM",
+                f"listener.name.{name}.ssl.keystore.certificate.chain": _pem_value(chain),
+                f"listener.name.{name}.ssl.keystore.key": _pem_value(key),
+            }
+        if sasl is not None and sasl_ssl_port:
+            listeners += f",SASL_SSL://127.0.0.1:{sasl_ssl_port}"
+            advertised += f",SASL_SSL://127.0.0.1:{sasl_ssl_port}"
+            protocols += ",SASL_SSL:SASL_SSL"
+            extra |= _sasl_listener("sasl_ssl", sasl[1])
     rf1 = {
         f"{p}.{k}": 1
         for p in ("offsets.topic", "transaction.state.log", "share.coordinator.state.topic")
@@ -329,21 +389,24 @@ def _distinct_ports(n: int) -> list[int]:
 
 def _format_and_launch(
     libs: Path, home: Path, sasl_users: dict[str, str] | None = None,
-    tls: tuple[str, str] | None = None,
-) -> tuple[str, str | None, str | None, subprocess.Popen[bytes]]:
-    """Blocking part of :func:`start`: config files, StorageTool, the JVM launch."""
+    tls: tuple[str, str] | None = None, scram: list[str] | None = None,
+) -> tuple[str, str | None, str | None, str | None, subprocess.Popen[bytes]]:
+    """Blocking part of :func:`start`: config files, StorageTool (with ``scram``: its
+    ``--add-scram`` values), the JVM launch."""
     shutil.rmtree(home, ignore_errors=True)
     (home / "logs").mkdir(parents=True)
-    port, cport, sport, tport = _distinct_ports(4)
+    port, cport, sport, tport, ssport = _distinct_ports(5)
+    both = sasl_users is not None and tls is not None
     props = home / "server.properties"
     props.touch(mode=0o600)  # may hold SASL passwords and a TLS key: owner only
     props.write_text(_server_properties(
         home, port, cport, (sport, sasl_users) if sasl_users is not None else None,
-        (tport, *tls) if tls is not None else None))
+        (tport, *tls) if tls is not None else None, ssport if both else None))
     (home / "log4j2.properties").write_text(_LOG4J2)
+    add_scram = [a for value in scram or () for a in ("--add-scram", value)]
     fmt = subprocess.run(
         _java(libs, home, "kafka.tools.StorageTool", "format", "-t", _cluster_id(),
-              "-c", str(props), "--ignore-formatted", jvm_opts=_TOOL_JVM_OPTS),
+              "-c", str(props), "--ignore-formatted", *add_scram, jvm_opts=_TOOL_JVM_OPTS),
         capture_output=True, text=True, check=False,
     )
     if fmt.returncode != 0:
@@ -356,7 +419,8 @@ def _format_and_launch(
         )
     sasl_bootstrap = f"127.0.0.1:{sport}" if sasl_users is not None else None
     ssl_bootstrap = f"127.0.0.1:{tport}" if tls is not None else None
-    return f"127.0.0.1:{port}", sasl_bootstrap, ssl_bootstrap, proc
+    sasl_ssl_bootstrap = f"127.0.0.1:{ssport}" if both else None
+    return f"127.0.0.1:{port}", sasl_bootstrap, ssl_bootstrap, sasl_ssl_bootstrap, proc
 
 
 async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
@@ -370,11 +434,15 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
         libs: the jar folder from :func:`fetch`.
         home: state directory (created; its previous content is removed).
         timeout_s: seconds to wait for ``describe_cluster()`` to answer.
-        sasl: also open a SASL_PLAINTEXT listener (mechanism PLAIN) for clients, accepting one
-            user with a random name and password made for this start (returned in
-            :attr:`LocalKafka.sasl_user`, never logged): ``docs/security.md#kafka``.
+        sasl: also open a SASL_PLAINTEXT listener for clients (mechanisms
+            :data:`SASL_MECHANISMS`), accepting one user with a random name and password made
+            for this start (returned in :attr:`LocalKafka.sasl_user`, never logged): a PLAIN
+            entry in ``server.properties`` and SCRAM-SHA-256/512 credentials written into the
+            metadata log at format time (salted: :func:`scram_credentials`);
+            ``docs/security.md#kafka``.
         tls: ``(certificate chain PEM, unencrypted PKCS#8 private key PEM)``: also open an SSL
-            listener serving that certificate (clients verify it against their CA file).
+            listener serving that certificate (clients verify it against their CA file); with
+            ``sasl``, a SASL_SSL listener as well.
 
     Raises:
         KafkaLaunchError: formatting failed, the JVM exited, or it was not ready in time
@@ -388,8 +456,9 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
         user = (f"evalloop{secrets.token_hex(4)}", secrets.token_urlsafe(24))
         # Kafka's PLAIN login module wants an entry for the (unused) broker side as well.
         users = {"admin": secrets.token_urlsafe(24), user[0]: user[1]}
-    bootstrap, sasl_bootstrap, ssl_bootstrap, proc = await asyncio.to_thread(
-        _format_and_launch, libs, home, users, tls)
+    scram = scram_credentials(*user) if user is not None else None
+    bootstrap, sasl_bootstrap, ssl_bootstrap, sasl_ssl_bootstrap, proc = await asyncio.to_thread(
+        _format_and_launch, libs, home, users, tls, scram)
     log_path = home / "kafka.log"
     try:
         await _wait_ready(bootstrap, proc, log_path, timeout_s)
@@ -397,7 +466,7 @@ async def start(libs: Path, home: Path, *, timeout_s: float = 90.0,
         _terminate(proc.pid, grace_s=2.0)
         raise
     server = LocalKafka(bootstrap, proc.pid, home, log_path, round(time.monotonic() - t0, 2),
-                        sasl_bootstrap, user, ssl_bootstrap)
+                        sasl_bootstrap, user, ssl_bootstrap, sasl_ssl_bootstrap)
     (home / _STATE).write_text(server.to_json())
     return server
 
@@ -449,7 +518,8 @@ async def restart(libs: Path, home: Path, *, grace_s: float = 20.0, kill: bool =
         raise
     server = LocalKafka(old.bootstrap, proc.pid, home, old.log_path,
                         round(time.monotonic() - t0, 2), old.sasl_bootstrap,
-                        ssl_bootstrap=old.ssl_bootstrap)
+                        ssl_bootstrap=old.ssl_bootstrap,
+                        sasl_ssl_bootstrap=old.sasl_ssl_bootstrap)
     (home / _STATE).write_text(server.to_json())
     return server
 
@@ -462,7 +532,8 @@ def read_state(home: Path) -> LocalKafka | None:
         return None
     return LocalKafka(d["bootstrap"], d["pid"], Path(d["home"]), Path(d["log_path"]),
                       d["started_s"], d.get("sasl_bootstrap"),
-                      ssl_bootstrap=d.get("ssl_bootstrap"))
+                      ssl_bootstrap=d.get("ssl_bootstrap"),
+                      sasl_ssl_bootstrap=d.get("sasl_ssl_bootstrap"))
 
 
 def is_running(pid: int) -> bool:
