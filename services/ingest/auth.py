@@ -18,10 +18,16 @@ Order of checks for ``POST /v1/events`` (the body is not read before the first t
 
 Looked-up keys are cached ``ingest.key_cache_s`` seconds in a bounded LRU/TTL cache, keyed by
 the token's digest (tokens are never kept), so a revocation takes effect within that time.
+
+While PostgreSQL cannot be reached, a key whose last successful lookup found it active at most
+``ingest.key_stale_if_error_s`` seconds ago is still admitted (Kafka takes the events; the
+recorder stores them once PostgreSQL is back); a key last seen revoked stays refused (``401``);
+any other key gets ``503 key_store_unavailable`` (``docs/security.md#when-postgresql-is-down``).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -43,7 +49,10 @@ from evalloop.settings import IngestSettings
 
 __all__ = ["IngestGuard"]
 
+log = logging.getLogger(__name__)
+
 _DOC = "docs/security.md#api-keys"
+_DOWN_DOC = "docs/security.md#when-postgresql-is-down"
 _MISSING: Any = object()
 
 
@@ -87,18 +96,52 @@ class IngestGuard:
             TTLCache(maxsize=settings.key_cache_size, ttl=settings.key_cache_s)
             if settings.key_cache_s > 0 else None
         )
+        # Keys as PostgreSQL last showed them (active or revoked), each kept
+        # key_stale_if_error_s seconds after that lookup: the answer while the store is down.
+        self._last_seen: TTLCache[bytes, ApiKey] | None = (
+            TTLCache(maxsize=settings.key_cache_size, ttl=settings.key_stale_if_error_s)
+            if settings.key_stale_if_error_s > 0 else None
+        )
+        self._store_down = False
 
     async def _lookup(self, token: str) -> ApiKey | None:
+        """The key ``token`` belongs to (``None``: unknown); served from the last lookup while
+        the store is down (see the module's docstring).
+
+        Raises:
+            StorageError: the store cannot be reached and the key was not seen active or
+                revoked within ``key_stale_if_error_s`` seconds.
+        """
         digest = hash_token(token)
         if self._cache is not None:
             found = self._cache.get(digest, _MISSING)
             if found is not _MISSING:
                 return found  # type: ignore[no-any-return]
-        if self.pool is None:
-            raise StorageError("the API key store is not connected yet")
-        key = await lookup_key(self.pool, token)
+        try:
+            if self.pool is None:
+                raise StorageError("the API key store is not connected yet")
+            key = await lookup_key(self.pool, token)
+        except StorageError as exc:
+            if not self._store_down:
+                self._store_down = True
+                stale = self.settings.key_stale_if_error_s
+                log.warning("ingest: the API key store cannot be reached (%s); %s (%s)", exc,
+                            f"admitting keys verified in the last {stale:g} s" if stale > 0
+                            else "answering 503 to keys not in the key cache", _DOWN_DOC)
+            seen = self._last_seen.get(digest) if self._last_seen is not None else None
+            if seen is None:
+                raise
+            return seen
+        if self._store_down:
+            self._store_down = False
+            log.info("ingest: the API key store answers again")
         if self._cache is not None:
             self._cache[digest] = key
+        if self._last_seen is not None:
+            if key is not None:
+                self._last_seen[digest] = key  # (re)starts its stale window
+            else:
+                self._last_seen.pop(digest, None)
         return key
 
     def _rate_for(self, key: ApiKey) -> RateLimitItem:
@@ -144,9 +187,12 @@ class IngestGuard:
             try:
                 key = await self._lookup(token)
             except StorageError:
+                stale = self.settings.key_stale_if_error_s
+                unseen = (f" and this key was not verified in the last {stale:g} s"
+                          if stale > 0 else "")
                 return _deny(503, "key_store_unavailable",
-                             "the API key store (PostgreSQL) cannot be reached; send again later",
-                             headers={"Retry-After": "5"})
+                             f"the API key store (PostgreSQL) cannot be reached{unseen}; send "
+                             f"again later (see {_DOWN_DOC})", headers={"Retry-After": "5"})
             if key is None:
                 refusal = "unknown API key"
             elif key.revoked:

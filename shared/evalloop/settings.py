@@ -163,6 +163,12 @@ class IngestSettings(BaseModel):
         "most this long); 0 = look up every request"
     )
     key_cache_size: int = Field(10_000, ge=1, description="keys cached at most (LRU)")
+    key_stale_if_error_s: float = Field(
+        300.0, ge=0, description="while PostgreSQL cannot be reached, keep admitting a key "
+        "found active by a lookup at most this many seconds ago (a key last seen revoked stays "
+        "refused; docs/security.md#when-postgresql-is-down); 0 = answer 503 once the key cache "
+        "expires"
+    )
     redact_pii: bool = Field(
         False, description="mask e-mail addresses, phone numbers and similar identifiers in "
         "event text before publishing (docs/security.md#redaction)"
