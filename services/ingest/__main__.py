@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
+from evalloop.adapters.http_server import http_options
 from evalloop.settings import Settings
 from services.ingest.app import build_http_app
 
@@ -13,7 +14,7 @@ def main() -> None:
     settings = Settings()
     uvicorn.run(
         build_http_app(settings), host=settings.ingest.host, port=settings.ingest.port,
-        log_level="info", **settings.ingest.uvicorn_limits(),  # type: ignore[arg-type]
+        log_level="info", **http_options("ingest", settings),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
+from evalloop.adapters.http_server import http_options
 from evalloop.settings import Settings
 from services.web.app import build_http_app
 
@@ -13,7 +14,7 @@ def main() -> None:
     interrupted (``docs/web.md``)."""
     settings = Settings()
     uvicorn.run(build_http_app(settings), host=settings.web.host, port=settings.web.port,
-                log_level="info")
+                log_level="info", **http_options("web", settings))
 
 
 if __name__ == "__main__":

@@ -428,11 +428,17 @@ class WebSettings(BaseModel):
     ``EVALLOOP_WEB__SECRET_KEY``, at least 32 characters) so sessions survive a restart and
     several processes agree; unset, each process draws a random key (sign in again after a
     restart). ``session_max_age_s``: a session lasts this long after sign-in, seconds.
-    ``https_only``: mark cookies ``Secure`` (behind TLS).
+    ``https_only``: mark cookies ``Secure`` (behind TLS). ``head_timeout_s``: a connection that
+    has not sent a whole request head within this many seconds is closed (the same protection
+    as ingest's; ``docs/operations.md#tried-as-an-attacker``).
     """
 
     host: str = "127.0.0.1"
     port: int = 8090
+    head_timeout_s: float = Field(
+        10.0, gt=0, description="seconds a connection has to send a whole request head (line "
+        "and headers) before it is closed (slowloris; docs/operations.md#tried-as-an-attacker)"
+    )
     secret_key: str | None = Field(None, min_length=32)
     session_max_age_s: int = Field(8 * 3600, gt=0)
     https_only: bool = False

@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from evalloop.cli.up import head_deadline_protocol
+from evalloop.adapters.http_server import head_deadline_protocol
 
 
 async def ok_app(scope: dict[str, Any], receive: Any, send: Any) -> None:

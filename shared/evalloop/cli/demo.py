@@ -67,6 +67,7 @@ def serve_after(console: Console, host: str | None, port: int | None) -> Any:
         import uvicorn
 
         from evalloop.adapters import user_store
+        from evalloop.adapters.http_server import http_options
         from evalloop.core.access import Role
         from evalloop.replay.report import dsn_export_line, render
         from evalloop.web.app import build_app
@@ -87,7 +88,8 @@ def serve_after(console: Console, host: str | None, port: int | None) -> Any:
                       "list...) while it serves:", highlight=False)
         console.print(f"  {dsn_export_line(report.dsn)}", highlight=False, soft_wrap=True)
         await _serve_until_signal(uvicorn.Config(build_app(settings, pool=pool), host=web.host,
-                                                 port=web.port, log_level="warning"))
+                                                 port=web.port, log_level="warning",
+                                                 **http_options("web", settings)))
 
     return after
 

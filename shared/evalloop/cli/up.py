@@ -146,61 +146,10 @@ async def _run_stream(svc: ServiceApp, stop: asyncio.Event) -> None:
             log.info("%s: stopped", svc.name)
 
 
-def head_deadline_protocol(timeout_s: float) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a deadline on the request head: a connection that has not
-    sent a whole request line and headers ``timeout_s`` seconds after it opened (or after its
-    previous response) is closed. uvicorn has no such timeout of its own, so one header line a
-    second held a connection for ever (slowloris; ``docs/operations.md#tried-as-an-attacker``).
-    """
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeadDeadline(H11Protocol):
-        _head_timer: asyncio.TimerHandle | None = None
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._head_timer = self.loop.call_later(timeout_s, self._head_expired)
-
-        def _disarm(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _head_expired(self) -> None:
-            self._head_timer = None
-            if (self.cycle is None or self.cycle.response_complete) \
-                    and not self.transport.is_closing():
-                log.info("ingest: closed a connection that sent no complete request head "
-                         "within %.0f s", timeout_s)
-                self.transport.close()
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def handle_events(self) -> None:
-            super().handle_events()
-            if self.cycle is not None and not self.cycle.response_complete:
-                self._disarm()  # a whole head arrived: the app's own deadlines take over
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing() and (
-                    self.cycle is None or self.cycle.response_complete):
-                self._arm()
-
-    return HeadDeadline
-
-
 class _Uvicorn:
     """A uvicorn server that leaves signal handling to :func:`run_services`."""
 
-    def __init__(self, app: Any, host: str, port: int, *, head_timeout_s: float | None = None,
-                 **limits: Any) -> None:
+    def __init__(self, app: Any, host: str, port: int, **options: Any) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
@@ -208,10 +157,8 @@ class _Uvicorn:
             def capture_signals(self) -> Iterator[None]:
                 yield
 
-        if head_timeout_s is not None and limits.get("http", "h11") == "h11":
-            limits["http"] = head_deadline_protocol(head_timeout_s)
         self.server = Server(uvicorn.Config(app, host=host, port=port, lifespan="on",
-                                            log_level="info", **limits))
+                                            log_level="info", **options))
 
     async def run(self, name: str, stop: asyncio.Event) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -275,12 +222,10 @@ async def run_services(
         async with asyncio.TaskGroup() as tg:
             for svc in apps:
                 if svc.kind == "http":
+                    from evalloop.adapters.http_server import http_options
+
                     host, port = _bind(svc.name, settings)
-                    limits: dict[str, Any] = {
-                        "head_timeout_s": settings.ingest.head_timeout_s,
-                        **settings.ingest.uvicorn_limits(),
-                    } if svc.name == "ingest" else {}
-                    server = _Uvicorn(svc.app, host, port, **limits)
+                    server = _Uvicorn(svc.app, host, port, **http_options(svc.name, settings))
                     tg.create_task(server.run(svc.name, stop), name=svc.name)
                 else:
                     tg.create_task(_run_stream(svc, stop), name=svc.name)

@@ -126,10 +126,11 @@ def serve_web(settings: Settings, *, pool: asyncpg.Pool | None = None) -> None:
     """Serve the web app with uvicorn on ``settings.web.host:port`` until Ctrl-C."""
     import uvicorn
 
+    from evalloop.adapters.http_server import http_options
     from evalloop.web.app import build_app
 
     uvicorn.run(build_app(settings, pool=pool), host=settings.web.host, port=settings.web.port,
-                log_level="warning")
+                log_level="warning", **http_options("web", settings))
 
 
 def web(
