@@ -19,6 +19,7 @@ Order of checks for ``POST /v1/events`` (the body is not read before the first t
 Looked-up keys are cached ``ingest.key_cache_s`` seconds in a bounded LRU/TTL cache, keyed by
 the token's digest (tokens are never kept), so a revocation takes effect within that time.
 
+A lookup has ``ingest.key_lookup_timeout_s`` seconds (a hung server counts as unreachable).
 While PostgreSQL cannot be reached, a key whose last successful lookup found it active at most
 ``ingest.key_stale_if_error_s`` seconds ago is still admitted (Kafka takes the events; the
 recorder stores them once PostgreSQL is back); a key last seen revoked stays refused (``401``);
@@ -27,6 +28,7 @@ any other key gets ``503 key_store_unavailable`` (``docs/security.md#when-postgr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -54,6 +56,8 @@ log = logging.getLogger(__name__)
 _DOC = "docs/security.md#api-keys"
 _DOWN_DOC = "docs/security.md#when-postgresql-is-down"
 _MISSING: Any = object()
+#: API key lookups that may wait for a slow PostgreSQL at once (beyond: answered as unreachable).
+_MAX_PENDING = 64
 
 
 def _deny(status: int, code: str, message: str, headers: dict[str, str] | None = None,
@@ -103,10 +107,50 @@ class IngestGuard:
             if settings.key_stale_if_error_s > 0 else None
         )
         self._store_down = False
+        self._pending: dict[bytes, asyncio.Task[ApiKey | None]] = {}
+
+    async def _fetch(self, digest: bytes, token: str) -> ApiKey | None:
+        """One lookup in PostgreSQL; its answer refreshes both caches."""
+        assert self.pool is not None
+        key = await lookup_key(self.pool, token)
+        if self._store_down:
+            self._store_down = False
+            log.info("ingest: the API key store answers again")
+        if self._cache is not None:
+            self._cache[digest] = key
+        if self._last_seen is not None:
+            if key is not None:
+                self._last_seen[digest] = key  # (re)starts its stale window
+            else:
+                self._last_seen.pop(digest, None)
+        return key
+
+    def _start_fetch(self, digest: bytes, token: str) -> asyncio.Task[ApiKey | None]:
+        """The lookup of ``digest`` in flight, or a new one. A lookup is never cancelled: on a
+        hung server, cancelling an asyncpg query waits for the server as well, so a slow lookup
+        goes on in the background (at most ``_MAX_PENDING`` of them) and fills the caches when
+        it ends."""
+        task = self._pending.get(digest)
+        if task is not None:
+            return task
+        if len(self._pending) >= _MAX_PENDING:
+            raise StorageError(f"{len(self._pending)} API key lookups are still waiting for "
+                               "PostgreSQL")
+        task = asyncio.create_task(self._fetch(digest, token))
+        self._pending[digest] = task
+
+        def finished(t: asyncio.Task[ApiKey | None]) -> None:
+            if self._pending.get(digest) is t:
+                del self._pending[digest]
+            if not t.cancelled():
+                t.exception()  # retrieved: a failure is answered by the waiting request
+
+        task.add_done_callback(finished)
+        return task
 
     async def _lookup(self, token: str) -> ApiKey | None:
         """The key ``token`` belongs to (``None``: unknown); served from the last lookup while
-        the store is down (see the module's docstring).
+        the store is down or slower than ``key_lookup_timeout_s`` (see the module's docstring).
 
         Raises:
             StorageError: the store cannot be reached and the key was not seen active or
@@ -120,7 +164,12 @@ class IngestGuard:
         try:
             if self.pool is None:
                 raise StorageError("the API key store is not connected yet")
-            key = await lookup_key(self.pool, token)
+            task = self._start_fetch(digest, token)
+            limit = self.settings.key_lookup_timeout_s
+            done, _ = await asyncio.wait({task}, timeout=limit)
+            if not done:  # a hung server must not hold requests
+                raise StorageError(f"looking up an API key took longer than {limit:g} s")
+            return task.result()
         except StorageError as exc:
             if not self._store_down:
                 self._store_down = True
@@ -132,17 +181,6 @@ class IngestGuard:
             if seen is None:
                 raise
             return seen
-        if self._store_down:
-            self._store_down = False
-            log.info("ingest: the API key store answers again")
-        if self._cache is not None:
-            self._cache[digest] = key
-        if self._last_seen is not None:
-            if key is not None:
-                self._last_seen[digest] = key  # (re)starts its stale window
-            else:
-                self._last_seen.pop(digest, None)
-        return key
 
     def _rate_for(self, key: ApiKey) -> RateLimitItem:
         if key.rate_limit is None:

@@ -163,6 +163,10 @@ class IngestSettings(BaseModel):
         "most this long); 0 = look up every request"
     )
     key_cache_size: int = Field(10_000, ge=1, description="keys cached at most (LRU)")
+    key_lookup_timeout_s: float = Field(
+        2.0, gt=0, description="seconds one API key lookup in PostgreSQL may take; longer "
+        "counts as the store being unreachable (docs/security.md#when-postgresql-is-down)"
+    )
     key_stale_if_error_s: float = Field(
         300.0, ge=0, description="while PostgreSQL cannot be reached, keep admitting a key "
         "found active by a lookup at most this many seconds ago (a key last seen revoked stays "

@@ -185,6 +185,63 @@ async def test_known_keys_are_admitted_while_postgresql_is_down_within_the_windo
         await pool.close()
 
 
+def _postgres_pids(server: PostgresServer) -> list[int]:
+    """The postmaster and its children (backends, checkpointer, ...), from /proc."""
+    postmaster = int((server.pgdata / "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                pids.append(int(stat.parent.name))
+    return pids
+
+
+async def test_a_hung_postgresql_is_unreachable_after_the_lookup_timeout(
+    own_pg: PostgresServer,
+) -> None:
+    """SIGSTOP of every PostgreSQL process: lookups would wait for ever; after
+    ``key_lookup_timeout_s`` the store counts as unreachable (a verified key admitted, an
+    unseen one 503), and once the server runs again lookups resume."""
+    await asyncio.to_thread(own_pg.ensure_postgres_running)
+    dsn = own_pg.get_uri()
+    await migrate(dsn)
+    pool = await connect_pool(dsn, min_size=1, max_size=2)
+    try:
+        active, _ = await create_key(pool, "frontend", agent_ids=["hr-agent"])
+        unseen, _ = await create_key(pool, "batch job", agent_ids=["hr-agent"])
+        settings = Settings(ingest=IngestSettings(
+            key_cache_s=0, key_stale_if_error_s=60, key_lookup_timeout_s=0.5,
+            rate_limit="1000/second", auth_failure_limit="1000/minute"))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(
+                app=build_http_app(settings, InProcessBus(), pool=pool)),
+                base_url="http://ingest") as c:
+            before = await c.post("/v1/events", json=event(1), headers=bearer(active.token))
+            frozen = _postgres_pids(own_pg)
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+            try:
+                async with asyncio.timeout(WAIT_S):  # a hang fails the test, never blocks it
+                    t0 = time.monotonic()
+                    during = await c.post("/v1/events", json=event(2),
+                                          headers=bearer(active.token))
+                    took = time.monotonic() - t0
+                    unseen_during = await c.post("/v1/events", json=event(3),
+                                                 headers=bearer(unseen.token))
+            finally:
+                for pid in frozen:
+                    os.kill(pid, signal.SIGCONT)
+            after = await c.post("/v1/events", json=event(4), headers=bearer(unseen.token))
+    finally:
+        await pool.close()
+    assert len(frozen) >= 3  # postmaster, its pool connection's backend, background workers
+    assert before.status_code == 202
+    assert during.status_code == 202
+    assert 0.45 <= took < 5.0  # the lookup timeout (0.5 s), not for ever
+    assert unseen_during.status_code == 503
+    assert unseen_during.json()["error"] == "key_store_unavailable"
+    assert after.status_code == 202  # the server runs again: the unseen key is looked up
+
+
 async def test_a_key_postgresql_no_longer_knows_is_not_served_stale(db_dsn: str) -> None:
     """A lookup that finds no key replaces what the window held: a key deleted from
     ``api_keys`` after it was verified is not admitted once the store becomes unreachable (here:
