@@ -35,7 +35,7 @@ def test_show_prints_the_table_as_json_lines_and_markdown(tmp_path: Path) -> Non
     assert row["advisory"] is False and "mapping" not in row
     md = runner.invoke(app, ["judge", "show", "--file", str(path), "--markdown"])
     assert md.output.splitlines()[2] == (
-        "| safety | diasafety-trainval | binary | 24 | 0 | 1.00 [1.00, 1.00] "
+        "| safety | diasafety-trainval 24 | binary | 24 | 0 | 1.00 [1.00, 1.00] "
         "| 1.00 [1.00, 1.00] | - | 1.00 | gating |"
     )
 
