@@ -20,7 +20,7 @@ from evalloop.adapters.review_store import human_labels
 from evalloop.core.judge.types import Passage
 from evalloop.core.redaction import redact_url
 
-__all__ = ["ReviewLabels", "load_review_labels"]
+__all__ = ["ReviewLabels", "load_review_labels", "open_read_only"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,25 @@ class ReviewLabels:
     verdicts: int
     cases: int
     items: list[LabelledItem]
+
+
+async def open_read_only(dsn: str) -> asyncpg.Pool:
+    """A one-connection pool on ``dsn`` whose transactions are read-only (a write fails with
+    ``ReadOnlySQLTransactionError``), with the jsonb codec installed.
+
+    Raises:
+        StorageError: the server is unreachable or refused the login.
+    """
+    with storage_errors(f"reading review verdicts at {redact_url(dsn)}"):
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=1,
+            max_size=1,
+            init=init_connection,
+            server_settings={"default_transaction_read_only": "on"},
+        )
+    assert pool is not None
+    return pool
 
 
 async def load_review_labels(
@@ -58,15 +77,7 @@ async def load_review_labels(
     Raises:
         StorageError: the server is unreachable, refused the login, or has no verdict table.
     """
-    with storage_errors(f"reading review verdicts at {redact_url(dsn)}"):
-        pool = await asyncpg.create_pool(
-            dsn,
-            min_size=1,
-            max_size=1,
-            init=init_connection,
-            server_settings={"default_transaction_read_only": "on"},
-        )
-    assert pool is not None
+    pool = await open_read_only(dsn)
     try:
         rows = await human_labels(pool, agent_id=agent_id)
     finally:

@@ -113,10 +113,10 @@ async def _review_labels(dsn: str) -> list[LabelledItem]:
     found = await load_review_labels(dsn, passages=passages)
     counts = Counter(i.target for i in found.items)
     per = ", ".join(f"{t} {counts[t]}" for t in sorted(counts)) or "none"
-    Console(stderr=True).print(
+    print(
         f"human review verdicts: {found.verdicts} found on {found.cases} case(s) "
         f"-> {len(found.items)} labelled item(s) ({per})",
-        highlight=False,
+        file=sys.stderr,
     )
     return found.items
 
@@ -189,6 +189,11 @@ async def _run(
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
     record = fit_record(rows, judge_model=model, prompt_version=PROMPT_VERSION, created_at=created,
                         seed=seed)  # fmt: skip
+    if not record.targets:
+        raise ConfigError(
+            f"no target has enough judged items to fit ({len(rows)} in all; a target needs at "
+            "least 4 scored items, and 2 of each class for 0/1 labels): nothing written"
+        )
     record = replace(
         record, method=f"{record.method}; label sources: {', '.join(sorted(sources.families))}"
     )
