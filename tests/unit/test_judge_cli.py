@@ -35,7 +35,7 @@ def test_show_prints_the_table_as_json_lines_and_markdown(tmp_path: Path) -> Non
     assert row["advisory"] is False and "mapping" not in row
     md = runner.invoke(app, ["judge", "show", "--file", str(path), "--markdown"])
     assert md.output.splitlines()[2] == (
-        "| safety | diasafety-trainval | binary | 24 | 0 | 1.00 [1.00, 1.00] "
+        "| safety | diasafety-trainval 24 | binary | 24 | 0 | 1.00 [1.00, 1.00] "
         "| 1.00 [1.00, 1.00] | - | 1.00 | gating |"
     )
 
@@ -79,3 +79,63 @@ def test_refit_only_writes_the_record(tmp_path: Path) -> None:
     assert record["targets"]["claim"]["n"] == 20
     assert record["targets"]["claim"]["auc"] == 1.0
     assert json.loads(result.output.splitlines()[-1])["target"] == "claim"
+
+
+def _raw_lines(path: Path, source: str, target: str, kind: str, n: int, prefix: str) -> None:
+    path.write_text(
+        "".join(
+            json.dumps({"item_id": f"{prefix}{i}", "target": target, "source": source,
+                        "kind": kind, "label": float(i % 2), "raw": 0.2 + 0.7 * (i % 2) + i / 1000,
+                        "unscored_reason": None}) + "\n"
+            for i in range(n)
+        )
+    )  # fmt: skip
+
+
+def test_refit_combines_raw_files_and_selects_sources(tmp_path: Path) -> None:
+    own, other = tmp_path / "own.jsonl", tmp_path / "other.jsonl"
+    _raw_lines(own, "feedbackqa", "relevance", "rating", 8, "f")
+    _raw_lines(other, "dstc9-track1", "relevance", "rating", 12, "d")
+    with other.open("a") as fh:  # a repeat of an item of own.jsonl is dropped
+        fh.write(own.read_text().splitlines()[0] + "\n")
+    out = tmp_path / "rec.json"
+    args = ["judge", "calibrate", "--refit-only", "--raw", str(own), "--include-raw", str(other),
+            "--out", str(out), "--no-store", "--json"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rel = json.loads(out.read_text())["targets"]["relevance"]
+    assert rel["n"] == 20 and rel["sources"] == ["dstc9-track1", "feedbackqa"]
+    assert [(b["source"], b["n"]) for b in rel["by_source"]] == [("dstc9-track1", 12),
+                                                                ("feedbackqa", 8)]  # fmt: skip
+    assert json.loads(out.read_text())["method"].endswith(
+        "label sources: feedbackqa, judge-data")
+    md = runner.invoke(app, ["judge", "show", "--file", str(out), "--markdown"])
+    assert md.output.splitlines()[2].startswith(
+        "| relevance | dstc9-track1 12, feedbackqa 8 | rating | 20 | 0 |")
+    only = runner.invoke(app, [*args, "--sources", "feedbackqa"])
+    assert only.exit_code == 0, only.output
+    rel = json.loads(out.read_text())["targets"]["relevance"]
+    assert (rel["n"], rel["sources"]) == (8, ["feedbackqa"])
+    none = runner.invoke(app, [*args, "--sources", "reviews", "--reviews-dsn",
+                               "postgresql://nobody@127.0.0.1:1/none"])  # fmt: skip
+    assert none.exit_code == 3  # the review database cannot be reached
+    assert "reading review verdicts at postgresql://nobody@127.0.0.1:1/none failed" in none.output
+
+
+def test_source_options_bad_input_exit_2(tmp_path: Path) -> None:
+    raw = tmp_path / "r.jsonl"
+    _raw_lines(raw, "feedbackqa", "relevance", "rating", 8, "f")
+    base = ["judge", "calibrate", "--refit-only", "--raw", str(raw),
+            "--out", str(tmp_path / "o.json"), "--no-store"]  # fmt: skip
+    unknown = runner.invoke(app, [*base, "--sources", "forum"])
+    assert unknown.exit_code == 2
+    assert "--sources: expected names from ['judge-data', 'feedbackqa', 'reviews'], got " \
+           "['forum']" in unknown.output  # fmt: skip
+    no_dsn = runner.invoke(app, [*base, "--sources", "reviews"])
+    assert no_dsn.exit_code == 2
+    assert "--sources reviews: expected --reviews-dsn DSN" in no_dsn.output
+    missing = runner.invoke(app, [*base, "--include-raw", str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    empty = runner.invoke(app, [*base, "--sources", "judge-data"])
+    assert empty.exit_code == 2
+    assert "expected judged items from ['judge-data']" in empty.output

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from evalloop.adapters.judge_calibrate import merge_raw
 from evalloop.core.judge import (
     DIMENSIONS,
     PROMPT_VERSION,
@@ -31,6 +32,7 @@ from evalloop.core.judge.fit import (
     balanced_accuracy,
     bootstrap_ci,
     calibrate_target,
+    combined_kind,
     cross_validate,
     fit_isotonic,
     fit_record,
@@ -268,3 +270,63 @@ def test_calibration_record_round_trip_and_uncalibrated_defaults() -> None:
     assert uncalibrated("m", "v").advisory("tone")
     with pytest.raises(ValueError, match="malformed"):
         DimensionCalibration.from_dict({"target": "tone"})
+
+
+# ---- combining label sources (docs/judge.md#combining-sources) --------------------------------
+
+
+def test_combined_kind() -> None:
+    assert combined_kind(["binary", "binary"]) == "binary"
+    assert combined_kind(["rating", "binary"]) == "rating"
+    with pytest.raises(ValueError, match="at least one"):
+        combined_kind([])
+
+
+def test_fit_record_pools_sources_and_counts_each() -> None:
+    dstc9 = [(0.0, 0.5), (0.25, 0.55), (0.5, 0.6), (0.75, 0.8), (1.0, 0.9), (1.0, 0.85)]
+    fqa = [(0.0, 0.4), (1 / 3, 0.45), (2 / 3, 0.7), (1.0, 0.95), (1.0, None)]
+    review = [(0.0, 0.3), (1.0, 0.97), (0.0, 0.65)]
+    rows = (
+        [RawLabel(f"d{i}", "relevance", "dstc9-track1", "rating", y, x)
+         for i, (y, x) in enumerate(dstc9)]
+        + [RawLabel(f"f{i}", "relevance", "feedbackqa", "rating", y, x,
+                    None if x is not None else "timeout") for i, (y, x) in enumerate(fqa)]
+        + [RawLabel(f"r{i}", "relevance", "human-review", "binary", y, x)
+           for i, (y, x) in enumerate(review)]
+        + [RawLabel(f"s{i}", "safety", "human-review", "binary", float(i % 2), 0.2 + 0.5 * (i % 2))
+           for i in range(6)]
+    )  # fmt: skip
+    record = fit_record(rows, judge_model="m", prompt_version="v",
+                        created_at="2026-01-01T00:00:00+00:00", resamples=100)  # fmt: skip
+    rel = record.targets["relevance"]
+    assert (rel.kind, rel.n, rel.unscored) == ("rating", 13, 1)
+    assert rel.sources == ("dstc9-track1", "feedbackqa", "human-review")
+    assert [(b.source, b.kind, b.n, b.unscored) for b in rel.by_source] == [
+        ("dstc9-track1", "rating", 6, 0), ("feedbackqa", "rating", 4, 1),
+        ("human-review", "binary", 3, 0)]  # fmt: skip
+    # raw ranks per source, against scipy / sklearn on that source's items alone
+    assert rel.by_source[0].raw_rank == pytest.approx(0.9856107606091623)
+    assert rel.by_source[1].raw_rank == pytest.approx(1.0)
+    assert rel.by_source[2].raw_rank == pytest.approx(1.0)
+    safety = record.targets["safety"]
+    assert safety.kind == "binary" and safety.auc == 1.0
+    assert [(b.source, b.n) for b in safety.by_source] == [("human-review", 6)]
+    assert CalibrationRecord.from_dict(record.as_dict()) == record
+    old = record.as_dict()
+    del old["targets"]["safety"]["by_source"]  # records written before sources were combined
+    assert CalibrationRecord.from_dict(old).targets["safety"].by_source == ()
+
+
+def test_one_source_with_two_kinds_is_refused() -> None:
+    rows = [RawLabel(f"i{i}", "tone", "usr", "rating" if i else "binary", 0.0, 0.5)
+            for i in range(5)]  # fmt: skip
+    with pytest.raises(ValueError, match=r"source usr: mixed label kinds \['binary', 'rating'\]"):
+        fit_record(rows, judge_model="m", prompt_version="v", created_at="t")
+
+
+def test_merge_raw_keeps_the_first_row_of_each_item() -> None:
+    a = [RawLabel("i1", "tone", "usr", "rating", 0.5, 0.7)]
+    b = [RawLabel("i1", "tone", "usr", "rating", 0.5, 0.2),
+         RawLabel("i1", "tone", "feedbackqa", "rating", 0.5, 0.3),
+         RawLabel("i1", "safety", "usr", "binary", 1.0, 0.9)]  # fmt: skip
+    assert merge_raw(a, b) == [a[0], b[1], b[2]]

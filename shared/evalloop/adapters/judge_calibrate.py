@@ -21,7 +21,7 @@ from evalloop.core.judge.prompts import claim_prompt, dimension_prompt
 from evalloop.core.judge.types import DIMENSIONS, Judge, Unscored
 from evalloop.errors import ConfigError
 
-__all__ = ["collect_raw", "read_raw"]
+__all__ = ["collect_raw", "merge_raw", "read_raw"]
 
 
 def read_raw(path: Path) -> list[RawLabel]:
@@ -41,6 +41,24 @@ def read_raw(path: Path) -> list[RawLabel]:
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"{path}:{n}: expected a raw label JSON object: {exc}") from exc
     return rows
+
+
+def merge_raw(*groups: Sequence[RawLabel]) -> list[RawLabel]:
+    """Rows of several raw files as one list: the first row of each (source, item, target)
+    wins, later repeats are dropped (``docs/judge.md#combining-sources``).
+
+    Returns:
+        The rows in the order given, without repeats.
+    """
+    seen: set[tuple[str, str, str]] = set()
+    out: list[RawLabel] = []
+    for group in groups:
+        for row in group:
+            key = (row.source, row.item_id, row.target)
+            if key not in seen:
+                seen.add(key)
+                out.append(row)
+    return out
 
 
 async def collect_raw(
@@ -80,6 +98,7 @@ async def collect_raw(
                     question=item.question,
                     answer=item.answer,
                     passages=item.passages,
+                    expected=item.reference,
                 )
             else:
                 raise ConfigError(f"unknown calibration target {item.target!r}")

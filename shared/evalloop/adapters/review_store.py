@@ -950,7 +950,10 @@ async def human_labels(pool: asyncpg.Pool, *, agent_id: str | None = None
 
     Returns:
         ``run_id, case_id, agent_id, input, response, expected_behavior, criteria, score,
-        note, reviewer, reviewed_at`` per verdict, oldest first.
+        note, reviewer, reviewed_at`` per verdict, oldest first, with what the judge was shown
+        for the case: ``retrieved_context`` (passage ids the agent said it retrieved, or
+        ``None``), and the golden case's ``context_chunks`` and ``expected_answer`` (``None``
+        when the run's golden-set version does not hold the case).
 
     Raises:
         StorageError: PostgreSQL failed.
@@ -958,8 +961,11 @@ async def human_labels(pool: asyncpg.Pool, *, agent_id: str | None = None
     with store_errors("reading human labels"):
         rows = await pool.fetch(
             "SELECT h.run_id, h.case_id, u.agent_id, r.input, r.response, r.expected_behavior, "
-            "h.criteria, h.score, h.note, h.reviewer, h.reviewed_at FROM eval_human_reviews h "
+            "h.criteria, h.score, h.note, h.reviewer, h.reviewed_at, r.retrieved_context, "
+            "g.context_chunks, g.expected_answer FROM eval_human_reviews h "
             "JOIN eval_results r USING (run_id, case_id) JOIN eval_runs u USING (run_id) "
+            "LEFT JOIN golden_cases g ON g.version_id = u.golden_set_version_id "
+            "AND g.case_id = h.case_id "
             "WHERE $1::text IS NULL OR u.agent_id = $1 ORDER BY h.reviewed_at, h.run_id, "
             "h.case_id, h.reviewer", agent_id)
     return [jsonable(r) for r in rows]

@@ -1,11 +1,14 @@
 """``evalloop judge``: calibrate the judge against human labels and show the calibration table.
 
 ``evalloop judge calibrate --data DIR`` samples human-labelled items per target (stratified by
-label, seeded), asks the embedded judge one yes/no question per item (raw P(yes) appended to a
-JSON-lines file, so an interrupted run resumes and ``--refit-only`` refits for free), fits an
-isotonic map per target, measures agreement by cross-validation with 95 % intervals, writes the
-calibration record as JSON (default: the file shipped in the package, which the embedded judge
-loads) and stores it in PostgreSQL. See ``docs/judge.md#calibration``.
+label, seeded) from the chosen label sources (``--sources``: the judge data folder, FeedbackQA's
+ratings, and — with ``--reviews-dsn`` — the human review verdicts), asks the embedded judge one
+yes/no question per item (raw P(yes) appended to a JSON-lines file, so an interrupted run
+resumes and ``--refit-only`` refits for free; ``--include-raw`` adds other raw files to the
+fit), fits an isotonic map per target on all its sources together, measures agreement by
+cross-validation with 95 % intervals, writes the calibration record as JSON (default: the file
+shipped in the package, which the embedded judge loads) and stores it in PostgreSQL. See
+``docs/judge.md#calibration``.
 
 Exit codes (``docs/exit-codes.md``): 0 done; 2 bad input (no data folder, malformed raw file);
 3 the judge or the database could not be started or reached.
@@ -17,9 +20,12 @@ import asyncio
 import json
 import os
 import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -28,6 +34,9 @@ from rich.table import Table
 from evalloop.core.judge.calibration import CalibrationRecord, DimensionCalibration
 from evalloop.core.judge.prompts import PROMPT_VERSION
 from evalloop.errors import ConfigError, EvalloopError, StorageError
+
+if TYPE_CHECKING:
+    from evalloop.adapters.judge_labels import LabelledItem
 
 __all__ = ["app", "calibrate", "calibration_rows", "markdown_table", "show"]
 
@@ -38,6 +47,13 @@ def _fmt(value: float | None, ci: tuple[float, float] | None) -> str:
     if value is None:
         return "-"
     return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}"
+
+
+def _sources(cal: DimensionCalibration) -> str:
+    """``"dstc9-track1 13, feedbackqa 70"`` (scored items per source) or the bare names."""
+    if cal.by_source:
+        return ", ".join(f"{b.source} {b.n}" for b in cal.by_source if b.n)
+    return ", ".join(cal.sources)
 
 
 def calibration_rows(record: CalibrationRecord) -> list[dict[str, object]]:
@@ -53,14 +69,14 @@ def calibration_rows(record: CalibrationRecord) -> list[dict[str, object]]:
 
 def _table(record: CalibrationRecord) -> Table:
     table = Table(title=f"judge calibration {record.calibration_id}")
-    for col in ("target", "source", "labels", "n", "unscored", "ROC-AUC [95 %]",
+    for col in ("target", "sources (n)", "labels", "n", "unscored", "ROC-AUC [95 %]",
                 "bal. acc. [95 %]", "Spearman [95 %]", "raw rank", "status"):  # fmt: skip
         table.add_column(col)
     cal: DimensionCalibration
     for target, cal in record.targets.items():
         table.add_row(
             target,
-            ", ".join(cal.sources),
+            _sources(cal),
             cal.kind,
             str(cal.n),
             str(cal.unscored),
@@ -73,8 +89,40 @@ def _table(record: CalibrationRecord) -> Table:
     return table
 
 
+@dataclass(frozen=True, slots=True)
+class _Sources:
+    """Where the labels come from (the ``calibrate`` options, resolved)."""
+
+    families: frozenset[str]
+    data: Path | None
+    feedbackqa: Path | None
+    reviews_dsn: str | None
+    include_raw: tuple[Path, ...] = ()
+
+
+async def _review_labels(dsn: str) -> list[LabelledItem]:
+    from evalloop.adapters.judge_reviews import load_review_labels
+    from evalloop.core.judge.types import Passage
+    from evalloop.readiness.knowledge import Knowledge
+
+    knowledge = Knowledge.shipped()
+
+    def passages(ids: Sequence[str]) -> list[Passage]:
+        return [Passage(p.id, p.text) for p in knowledge.resolve(ids)[0]]
+
+    found = await load_review_labels(dsn, passages=passages)
+    counts = Counter(i.target for i in found.items)
+    per = ", ".join(f"{t} {counts[t]}" for t in sorted(counts)) or "none"
+    print(
+        f"human review verdicts: {found.verdicts} found on {found.cases} case(s) "
+        f"-> {len(found.items)} labelled item(s) ({per})",
+        file=sys.stderr,
+    )
+    return found.items
+
+
 async def _run(
-    data: Path,
+    sources: _Sources,
     model: str,
     per_target: int,
     seed: int,
@@ -86,37 +134,69 @@ async def _run(
     budget_min: float | None,
     only: frozenset[str] | None = None,
 ) -> CalibrationRecord:
-    from evalloop.adapters.judge_calibrate import collect_raw, read_raw
+    from evalloop.adapters.judge_calibrate import collect_raw, merge_raw, read_raw
     from evalloop.adapters.judge_embedded import embedded_judge, shipped_calibration_path
-    from evalloop.adapters.judge_labels import calibration_sample
+    from evalloop.adapters.judge_labels import calibration_sample, family_of
     from evalloop.core.judge.fit import fit_record
 
-    if refit_only:
-        rows = read_raw(raw)
-        if not rows:
-            raise ConfigError(f"--refit-only: expected judged items in {raw}, found none")
-    else:
-        items = calibration_sample(data, per_target, seed)
+    reviews: list[LabelledItem] = []
+    if "reviews" in sources.families:
+        if sources.reviews_dsn is None:
+            raise ConfigError("--sources reviews: expected --reviews-dsn DSN (the review database)")
+        reviews = await _review_labels(sources.reviews_dsn)
+    rows = read_raw(raw)
+    if not refit_only:
+        items = calibration_sample(
+            sources.data,
+            per_target,
+            seed,
+            families=sources.families,
+            feedbackqa_dir=sources.feedbackqa,
+            reviews=reviews,
+        )
         if only is not None:
             items = [i for i in items if i.target in only]
-        err = Console(stderr=True)
+        done = {(r.item_id, r.target) for r in rows}
+        if any((i.item_id, i.target) not in done for i in items):
+            err = Console(stderr=True)
 
-        def progress(done: int, total: int) -> None:
-            if done % 10 == 0 or done == total:
-                err.print(f"judged {done}/{total}")
+            def progress(done: int, total: int) -> None:
+                if done % 10 == 0 or done == total:
+                    err.print(f"judged {done}/{total}")
 
-        # the calibration asks for raw P(yes): no calibration is applied while collecting
-        async with embedded_judge(model, timeout_s=300.0, n_threads=threads) as judge:
-            rows = await collect_raw(
-                judge,
-                items,
-                raw,
-                progress=progress,
-                budget_s=None if budget_min is None else budget_min * 60,
-            )
+            # the calibration asks for raw P(yes): no calibration is applied while collecting
+            async with embedded_judge(model, timeout_s=300.0, n_threads=threads) as judge:
+                rows = await collect_raw(
+                    judge,
+                    items,
+                    raw,
+                    progress=progress,
+                    budget_s=None if budget_min is None else budget_min * 60,
+                )
+    rows = merge_raw(rows, *(read_raw(p) for p in sources.include_raw))
+    # a verdict may have changed since its item was judged: the label is the current one
+    current = {(i.item_id, i.target): i.label for i in reviews}
+    rows = [
+        replace(r, label=current[(r.item_id, r.target)]) if (r.item_id, r.target) in current else r
+        for r in rows
+    ]
+    rows = [r for r in rows if family_of(r.source) in sources.families]
+    if not rows:
+        files = ", ".join(str(p) for p in (raw, *sources.include_raw))
+        raise ConfigError(
+            f"expected judged items from {sorted(sources.families)} in {files}, found none"
+        )
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
     record = fit_record(rows, judge_model=model, prompt_version=PROMPT_VERSION, created_at=created,
                         seed=seed)  # fmt: skip
+    if not record.targets:
+        raise ConfigError(
+            f"no target has enough judged items to fit ({len(rows)} in all; a target needs at "
+            "least 4 scored items, and 2 of each class for 0/1 labels): nothing written"
+        )
+    record = replace(
+        record, method=f"{record.method}; label sources: {', '.join(sorted(sources.families))}"
+    )
     target = out or shipped_calibration_path(model)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(record.as_dict(), indent=1) + "\n", encoding="utf-8")
@@ -133,6 +213,18 @@ async def _run(
         finally:
             await pool.close()
     return record
+
+
+def _families(value: str | None, reviews_dsn: str | None) -> frozenset[str]:
+    from evalloop.adapters.judge_labels import FAMILIES
+
+    if value is None:
+        return frozenset({"judge-data", "feedbackqa", *(["reviews"] if reviews_dsn else [])})
+    chosen = frozenset(f.strip() for f in value.split(",") if f.strip())
+    unknown = chosen - set(FAMILIES)
+    if unknown or not chosen:
+        raise ConfigError(f"--sources: expected names from {list(FAMILIES)}, got {sorted(unknown)}")
+    return chosen
 
 
 def _targets(value: str | None) -> frozenset[str] | None:
@@ -179,29 +271,85 @@ def calibrate(
         str | None,
         typer.Option(help="ask only these targets this run (comma-separated; the fit uses all)"),
     ] = None,
+    sources: Annotated[
+        str | None,
+        typer.Option(
+            help="label sources to ask and fit (comma-separated: judge-data, feedbackqa, "
+            "reviews; default judge-data,feedbackqa, plus reviews with --reviews-dsn)",
+            show_default=False,
+        ),
+    ] = None,
+    feedbackqa_data: Annotated[
+        Path | None,
+        typer.Option(
+            help="FeedbackQA folder (env EVALLOOP_FEEDBACKQA_DATA; default "
+            "../shared/data/feedbackqa)",
+            show_default=False,
+        ),
+    ] = None,
+    reviews_dsn: Annotated[
+        str | None,
+        typer.Option(
+            help="PostgreSQL DSN holding human review verdicts (read-only); adds the reviews "
+            "source",
+            show_default=False,
+        ),
+    ] = None,
+    include_raw: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="another raw file whose rows join the fit (read-only; repeatable)",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one per target")] = False,
 ) -> None:
     """Calibrate the embedded judge on human labels and print agreement per dimension."""
     from evalloop.adapters.judge_embedded import shipped_calibration_path
     from evalloop.agent.kb import shared_data_dir
 
+    shared = shared_data_dir()
     data_dir = data
     if data_dir is None and os.environ.get("EVALLOOP_JUDGE_DATA"):
         data_dir = Path(os.environ["EVALLOOP_JUDGE_DATA"])
-    if data_dir is None and (shared := shared_data_dir()) is not None:
+    if data_dir is None and shared is not None:
         data_dir = shared / "judge"
-    if data_dir is None and not refit_only:
+    fqa_dir = feedbackqa_data
+    if fqa_dir is None and os.environ.get("EVALLOOP_FEEDBACKQA_DATA"):
+        fqa_dir = Path(os.environ["EVALLOOP_FEEDBACKQA_DATA"])
+    if fqa_dir is None and shared is not None:
+        fqa_dir = shared / "feedbackqa"
+    try:
+        families = _families(sources, reviews_dsn)
+        only = _targets(targets)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from exc
+    if data_dir is None and not refit_only and "judge-data" in families:
         print(
             "error: expected --data DIR (or EVALLOOP_JUDGE_DATA, or ../shared/data/judge): "
             "the judge data folder",
             file=sys.stderr,
         )
         raise typer.Exit(2)
+    if fqa_dir is None and not refit_only and "feedbackqa" in families:
+        print(
+            "error: expected --feedbackqa-data DIR (or EVALLOOP_FEEDBACKQA_DATA, or "
+            "../shared/data/feedbackqa): the FeedbackQA folder",
+            file=sys.stderr,
+        )
+        raise typer.Exit(2)
+    for extra in include_raw or ():
+        if not extra.is_file():
+            print(f"error: --include-raw: expected a raw file, {extra} does not exist",
+                  file=sys.stderr)  # fmt: skip
+            raise typer.Exit(2)
     raw_path = raw or (out or shipped_calibration_path(model)).with_suffix(".raw.jsonl")
+    where = _Sources(families, data_dir, fqa_dir, reviews_dsn, tuple(include_raw or ()))
     try:
         record = asyncio.run(
             _run(
-                data_dir or Path("."),
+                where,
                 model,
                 per_target,
                 seed,
@@ -211,7 +359,7 @@ def calibrate(
                 store,
                 threads,
                 budget_min,
-                _targets(targets),
+                only,
             )
         )
     except ConfigError as exc:
@@ -230,13 +378,13 @@ def calibrate(
 def markdown_table(record: CalibrationRecord) -> str:
     """The calibration table of ``record`` as a Markdown table (``docs/judge.md`` uses it)."""
     lines = [
-        "| target | source | labels | n | unscored | ROC-AUC [95 %] | bal. acc. [95 %] "
+        "| target | sources (n) | labels | n | unscored | ROC-AUC [95 %] | bal. acc. [95 %] "
         "| Spearman [95 %] | raw rank | status |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for target, cal in record.targets.items():
         cells = [
-            target, ", ".join(cal.sources), cal.kind, str(cal.n), str(cal.unscored),
+            target, _sources(cal), cal.kind, str(cal.n), str(cal.unscored),
             _fmt(cal.auc, cal.auc_ci), _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
             _fmt(cal.spearman, cal.spearman_ci), _fmt(cal.raw_rank, None),
             "advisory" if cal.advisory else "gating",

@@ -31,6 +31,7 @@ __all__ = [
     "DimensionCalibration",
     "IsotonicMap",
     "LabelKind",
+    "SourceShare",
     "Target",
     "is_advisory",
     "targets_in_order",
@@ -106,6 +107,50 @@ class IsotonicMap:
 IDENTITY = IsotonicMap((0.0, 1.0), (0.0, 1.0))
 
 
+@dataclass(frozen=True, slots=True)
+class SourceShare:
+    """What one label source contributed to a target's calibration
+    (``docs/judge.md#combining-sources``).
+
+    Attributes:
+        source: the source name (a judge data folder, ``feedbackqa`` or ``human-review``).
+        kind: the kind of label that source gives (``binary`` or ``rating``).
+        n: scored items from this source.
+        unscored: items from this source the judge could not score.
+        raw_rank: ROC-AUC (binary) or Spearman (rating) of the raw P(yes) against this source's
+            labels alone (``None`` when it cannot be computed: one class, constant values or
+            fewer than 3 items); information only.
+    """
+
+    source: str
+    kind: LabelKind
+    n: int
+    unscored: int = 0
+    raw_rank: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (the inverse of :meth:`from_dict`)."""
+        return {"source": self.source, "kind": self.kind, "n": self.n,
+                "unscored": self.unscored, "raw_rank": self.raw_rank}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SourceShare:
+        """Build from :meth:`as_dict` output.
+
+        Raises:
+            ValueError: a field is missing or malformed.
+        """
+        try:
+            kind = data["kind"]
+            if kind not in ("binary", "rating"):
+                raise ValueError(f"kind: expected 'binary' or 'rating', got {kind!r}")
+            rank = data.get("raw_rank")
+            return cls(str(data["source"]), kind, int(data["n"]), int(data.get("unscored", 0)),
+                       None if rank is None else float(rank))  # fmt: skip
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed source share: {exc!r}") from exc
+
+
 def is_advisory(
     kind: LabelKind, auc: float | None, spearman: float | None, n: int = MIN_ITEMS
 ) -> bool:
@@ -144,6 +189,8 @@ class DimensionCalibration:
         raw_rank: ROC-AUC (binary) or Spearman (rating) of the *raw* P(yes) on all ``n`` items:
             nothing is fitted for it, so it shows the judge's ranking without cross-validation
             noise; information only — the advisory rule uses the cross-validated figures.
+        by_source: per label source, its kind and item counts (in ``sources`` order; empty in
+            records written before sources were combined).
     """
 
     target: Target
@@ -161,6 +208,7 @@ class DimensionCalibration:
     unscored: int = 0
     note: str = ""
     raw_rank: float | None = None
+    by_source: tuple[SourceShare, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (the inverse of :meth:`from_dict`)."""
@@ -182,6 +230,7 @@ class DimensionCalibration:
             "unscored": self.unscored,
             "note": self.note,
             "raw_rank": self.raw_rank,
+            "by_source": [b.as_dict() for b in self.by_source],
         }
 
     @classmethod
@@ -223,6 +272,7 @@ class DimensionCalibration:
                 unscored=int(data.get("unscored", 0)),
                 note=str(data.get("note", "")),
                 raw_rank=num("raw_rank"),
+                by_source=tuple(SourceShare.from_dict(b) for b in data.get("by_source") or ()),
             )
         except (KeyError, TypeError, IndexError) as exc:
             raise ValueError(f"malformed dimension calibration: {exc!r}") from exc

@@ -29,6 +29,7 @@ from evalloop.core.judge.calibration import (
     DimensionCalibration,
     IsotonicMap,
     LabelKind,
+    SourceShare,
     Target,
     is_advisory,
     targets_in_order,
@@ -40,6 +41,7 @@ __all__ = [
     "balanced_accuracy",
     "bootstrap_ci",
     "calibrate_target",
+    "combined_kind",
     "cross_validate",
     "fit_isotonic",
     "fit_record",
@@ -227,6 +229,7 @@ def calibrate_target(
     seed: int = 0,
     resamples: int = 2000,
     note: str = "",
+    by_source: Sequence[SourceShare] = (),
 ) -> DimensionCalibration:
     """Fit ``target``'s map on all items and measure agreement by cross-validation.
 
@@ -239,6 +242,7 @@ def calibrate_target(
         unscored: items the judge could not score (reported, excluded).
         folds, seed, resamples: cross-validation and bootstrap parameters.
         note: caveat line stored with the record.
+        by_source: what each source contributed (stored as given).
 
     Returns:
         The target's calibration; ``advisory`` per ``is_advisory``.
@@ -268,6 +272,7 @@ def calibrate_target(
             unscored=unscored,
             note=note,
             raw_rank=roc_auc(raw, yi),
+            by_source=tuple(by_source),
         )
     rho = spearman(oof, labels)
     return DimensionCalibration(
@@ -282,6 +287,7 @@ def calibrate_target(
         unscored=unscored,
         note=note,
         raw_rank=spearman(raw, labels),
+        by_source=tuple(by_source),
     )
 
 
@@ -319,6 +325,39 @@ NOTES: dict[Target, str] = {
 }
 
 
+def combined_kind(kinds: Sequence[LabelKind]) -> LabelKind:
+    """The label kind of a target whose sources give ``kinds`` (``docs/judge.md#combining-
+    sources``): ``binary`` when every source is binary, else ``rating`` — a 0/1 label is a
+    two-level rating on the same [0, 1] scale, so ratings and verdicts pool into one isotonic
+    fit and one Spearman figure.
+
+    Raises:
+        ValueError: ``kinds`` is empty.
+    """
+    if not kinds:
+        raise ValueError("expected at least one label kind")
+    return "binary" if all(k == "binary" for k in kinds) else "rating"
+
+
+def _source_shares(group: Sequence[RawLabel]) -> list[SourceShare]:
+    shares: list[SourceShare] = []
+    for source in sorted({r.source for r in group}):
+        rows = [r for r in group if r.source == source]
+        scored = [r for r in rows if r.raw is not None]
+        kinds = {r.kind for r in rows}
+        if len(kinds) != 1:
+            raise ValueError(f"source {source}: mixed label kinds {sorted(kinds)}")
+        kind = rows[0].kind
+        raw = [float(r.raw) for r in scored if r.raw is not None]
+        labels = [r.label for r in scored]
+        if kind == "binary":
+            rank = roc_auc(raw, [round(v) for v in labels]) if raw else None
+        else:
+            rank = spearman(raw, labels)
+        shares.append(SourceShare(source, kind, len(scored), len(rows) - len(scored), rank))
+    return shares
+
+
 def fit_record(
     rows: Sequence[RawLabel],
     *,
@@ -340,7 +379,11 @@ def fit_record(
 
     Returns:
         The record; a target with too few scored items for cross-validation is left out
-        (uncalibrated: identity, advisory).
+        (uncalibrated: identity, advisory). A target fed by several sources pools their items
+        (kind per :func:`combined_kind`) and records each source's share.
+
+    Raises:
+        ValueError: one source gives one target labels of two kinds.
     """
     by_target: dict[Target, list[RawLabel]] = {}
     for row in rows:
@@ -351,21 +394,21 @@ def fit_record(
         scored = [r for r in group if r.raw is not None]
         if not scored:
             continue
-        kinds = {r.kind for r in scored}
-        if len(kinds) != 1:
-            raise ValueError(f"{target}: mixed label kinds {sorted(kinds)}")
+        shares = _source_shares(group)
+        kind = combined_kind([s.kind for s in shares if s.n])
         try:
             targets[target] = calibrate_target(
                 target,
                 [r.raw for r in scored if r.raw is not None],
                 [r.label for r in scored],
-                scored[0].kind,
-                sources=sorted({r.source for r in scored}),
+                kind,
+                sources=[s.source for s in shares if s.n],
                 unscored=len(group) - len(scored),
                 folds=folds,
                 seed=seed,
                 resamples=resamples,
                 note=NOTES.get(target, ""),
+                by_source=shares,
             )
         except ValueError:
             continue  # too few items or one class only: stays uncalibrated (advisory)
