@@ -122,12 +122,19 @@ class Opinion:
         model: the model id that answered (or was to answer).
         p_yes: P(yes) 0-1, or ``None`` when no probability came back.
         unscored: why there is no probability (``model absent``, ``timeout: ...``), or ``None``.
+        thresholds: the thresholds that come with this opinion (a shipped classifier carries
+            its own, ``docs/rules.md#second-opinion``), or ``None``: those in
+            :data:`SHIPPED_THRESHOLDS` for ``model``.
+        rule: what the verdict names as the rule when this opinion decides: ``second opinion``
+            (a judge model's yes/no) or ``classifier``.
     """
 
     gate: Gate
     model: str
     p_yes: float | None
     unscored: str | None = None
+    thresholds: Thresholds | None = None
+    rule: str = "second opinion"
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +250,10 @@ SHIPPED_THRESHOLDS: dict[str, dict[Gate, Thresholds]] = {
 
 
 def thresholds_for(opinion: Opinion | None) -> Thresholds | None:
-    """The shipped thresholds for the model and gate of ``opinion`` (``None`` if none)."""
+    """The thresholds for ``opinion``: its own if it carries them, else those shipped for its
+    model and gate (``None`` if none)."""
     if opinion is None:
         return None
+    if opinion.thresholds is not None:
+        return opinion.thresholds
     return SHIPPED_THRESHOLDS.get(opinion.model, {}).get(opinion.gate)
