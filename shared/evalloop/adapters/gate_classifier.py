@@ -12,8 +12,10 @@ answer cannot be embedded, the opinions say why and the rules decide
 from __future__ import annotations
 
 import json
+import threading
 from importlib.resources import files
 from pathlib import Path
+from typing import Protocol
 
 from evalloop.adapters.embedder import Embedder, MiniLMEmbedder
 from evalloop.adapters.gate_opinion import absent_opinions
@@ -31,9 +33,11 @@ from evalloop.errors import EmbeddingError
 __all__ = [
     "CLASSIFIER_FILE",
     "ClassifierOpinions",
+    "OpinionSource",
     "UnavailableOpinions",
     "load_default_opinions",
     "load_gate_classifier",
+    "shared_default_opinions",
 ]
 
 #: The shipped classifier, relative to the ``evalloop`` package.
@@ -64,6 +68,20 @@ def load_gate_classifier(path: Path | None = None) -> GateClassifier:
         raise ClassifierError(f"gate classifier {where}: expected a JSON object, "
                               f"got {type(doc).__name__}")
     return parse_classifier(doc)
+
+
+class OpinionSource(Protocol):
+    """Anything that gives both gates' opinions on one answer (the runner's port)."""
+
+    @property
+    def model(self) -> str:
+        """The model's name, shown in verdicts."""
+        ...
+
+    def opinions(self, answer: str, user: str | None = None,
+                 analysis: Analysis | None = None) -> dict[Gate, Opinion]:
+        """Both gates' opinions; never raises for model failures (the opinion says why)."""
+        ...
 
 
 class ClassifierOpinions:
@@ -120,8 +138,13 @@ class UnavailableOpinions:
 
     def __init__(self, model: str, why: str) -> None:
         """``model``: the classifier that was to answer; ``why``: one line."""
-        self.model = model
+        self._model = model
         self.why = why
+
+    @property
+    def model(self) -> str:
+        """The classifier that was to answer."""
+        return self._model
 
     def opinions(self, answer: str, user: str | None = None,
                  analysis: Analysis | None = None) -> dict[Gate, Opinion]:
@@ -152,3 +175,25 @@ def load_default_opinions(embedder: Embedder | None = None) -> ClassifierOpinion
         return ClassifierOpinions(classifier, embedder or MiniLMEmbedder())
     except (EmbeddingError, ClassifierError) as exc:
         return UnavailableOpinions(classifier.name, f"embedder not loaded: {exc}")
+
+
+_shared: dict[str, ClassifierOpinions | UnavailableOpinions | None] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_default_opinions() -> ClassifierOpinions | UnavailableOpinions | None:
+    """The runner's default second opinion, built once per process.
+
+    Follows the setting ``evaluator.gate_second_opinion`` (env
+    ``EVALLOOP_EVALUATOR__GATE_SECOND_OPINION``): ``classifier`` (the default) gives
+    :func:`load_default_opinions` (MiniLM is loaded once, on first use, ~10 s), ``off`` gives
+    ``None`` (the rules alone). A classifier that cannot be loaded is not retried: every
+    verdict says why it is unavailable.
+    """
+    with _shared_lock:
+        if "default" not in _shared:
+            from evalloop.settings import Settings
+
+            wanted = Settings().evaluator.gate_second_opinion
+            _shared["default"] = load_default_opinions() if wanted == "classifier" else None
+        return _shared["default"]
