@@ -111,10 +111,11 @@ def test_the_regression_suite_with_the_classifier_on() -> None:
     for item in corpus:
         a = analyse(str(item["text"]))
         ops = _opinions().opinions(str(item["text"]), None, a)
-        for gate, judge in (("refusal", refusal_gate), ("escalation", escalation_gate)):
-            verdict = judge(False, a, ops[gate], ops[gate].thresholds)  # type: ignore[operator]
-            if verdict.observed != bool(item[f"is_{gate}"]):
-                changed.append(f"{item['id']}:{gate}")
+        verdicts = (refusal_gate(False, a, ops["refusal"], ops["refusal"].thresholds),
+                    escalation_gate(False, a, ops["escalation"], ops["escalation"].thresholds))
+        for verdict in verdicts:
+            if verdict.observed != bool(item[f"is_{verdict.gate}"]):
+                changed.append(f"{item['id']}:{verdict.gate}")
     assert changed == CORPUS_CHANGED
 
 
