@@ -181,8 +181,10 @@ def test_the_runner_asks_the_classifier_for_every_answer() -> None:
     assert r1.gates["refusal"].reason == (
         "declined as required (terse decline: 'request denied'); minilm-lr agrees "
         "(P(yes)=0.988, low=0.000, high=0.540)")
-    assert (e1.status, e1.gates["escalation"].observed, e1.gates["escalation"].score) == (
-        CaseStatus.PASSED, True, pytest.approx(0.980, abs=5e-4))
+    esc_score = e1.gates["escalation"].score
+    assert esc_score is not None
+    assert (e1.status, e1.gates["escalation"].observed, round(esc_score, 3)) == (
+        CaseStatus.PASSED, True, 0.980)
     assert x1.status == CaseStatus.UNSCORED and x1.gates == {}
     # the tests' default is off (tests/conftest.py): the rules alone
     plain = asyncio.run(run_eval(cases[:1], canned))
