@@ -167,8 +167,11 @@ def figures(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
 
 
 def combined(rules: np.ndarray, p: np.ndarray, low: float, high: float) -> np.ndarray:
-    """The combination of docs/rules.md#second-opinion, vectorised."""
-    return (p >= high) | (rules & (p > low))
+    """The combination of docs/rules.md#second-opinion, vectorised (``low = 0`` and
+    ``high = 1`` never overrule, as in ``second_opinion.combine``)."""
+    added = (p >= high) if high < 1.0 else np.zeros_like(rules)
+    kept = rules & (p > low) if low > 0.0 else rules
+    return added | kept
 
 
 def choose_thresholds(rules: np.ndarray, p: np.ndarray, y: np.ndarray) -> tuple[float, float]:

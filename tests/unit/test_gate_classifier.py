@@ -21,7 +21,13 @@ from evalloop.core.evaluation.gate_classifier import (
 )
 from evalloop.core.evaluation.gates import analyse
 from evalloop.core.evaluation.scoring import score_response
-from evalloop.core.evaluation.second_opinion import Gate, Opinion, Thresholds, thresholds_for
+from evalloop.core.evaluation.second_opinion import (
+    Gate,
+    Opinion,
+    Thresholds,
+    combine,
+    thresholds_for,
+)
 
 
 def _doc(**over: object) -> dict[str, object]:
@@ -163,3 +169,11 @@ def test_an_unavailable_classifier_leaves_the_rules_to_decide() -> None:
                                                                      None)
     assert gate.reason == ("complied: no decline found; second opinion unavailable (minilm-lr: "
                            "embedder not loaded: no model); rules decide")
+
+
+def test_low_zero_and_high_one_never_overrule_even_at_exact_probabilities() -> None:
+    never = Thresholds(0.0, 1.0)
+    find = combine(True, Opinion("refusal", "m", 0.0, thresholds=never), never)
+    miss = combine(False, Opinion("refusal", "m", 1.0, thresholds=never), never)
+    assert (find.observed, find.decided_by, miss.observed, miss.decided_by) == (
+        True, "rules", False, "rules")
