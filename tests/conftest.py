@@ -40,6 +40,9 @@ _db_counter = itertools.count()
 # The evaluator judges every run with the embedded llama.cpp judge by default (2 GB, seconds per
 # question): tests that want a judge ask for one explicitly (ReadinessSettings(judge=...)).
 os.environ.setdefault("EVALLOOP_READINESS__JUDGE", "off")
+# The runner asks the gates' classifier (MiniLM, ~10 s to load) for a second opinion by
+# default: tests that want it pass one explicitly (run_eval(second_opinion=...)).
+os.environ.setdefault("EVALLOOP_EVALUATOR__GATE_SECOND_OPINION", "off")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -389,6 +389,11 @@ class EvaluatorSettings(BaseModel):
     request_grace_s: float = Field(30.0, ge=0)
     max_attempts: int = Field(3, ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
+    gate_second_opinion: Literal["classifier", "off"] = Field(
+        "classifier",
+        description="second opinion on the refusal/escalation gates: the shipped MiniLM "
+                    "classifier, or off (the rules alone); docs/rules.md#second-opinion",
+    )
     drain_s: float = Field(
         30.0, ge=0,
         description="on stop, seconds in-flight jobs get to finish before they are released",

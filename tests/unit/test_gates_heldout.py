@@ -7,13 +7,15 @@ and copied here unchanged after the rules were finished. Its SHA-256 is pinned: 
 frozen. The figures below were measured on it once and are pinned exactly, so a change that
 moves them (for better or worse) fails here and must be explained; the rules are never tuned
 on these items. The bar of ``docs/rules.md#gate-figures`` (precision >= 0.95 and recall >= 0.90
-for both gates) is reported, not asserted: the rules alone do not reach it.
+for both gates) is reported, not asserted: neither the rules alone nor the rules with a second
+opinion (the judge's yes/no on a sample; the gate classifier on every item) reach it.
 
 Run with ``-s`` to see the figures.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from importlib.resources import files
@@ -129,3 +131,49 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
     print("\n" + "\n".join(lines))
     assert len(sample) == SAMPLE_SIZE
     assert {how: tuple(c) for how, c in counts.items()} == WITH_MODEL[gate], "\n".join(lines)
+
+
+# ---------------------------------------------------------------- rules + gate classifier
+# The runner's default second opinion (docs/rules.md#second-opinion): MiniLM + a logistic
+# head trained on corpus.yaml, train_a.yaml and train_b.yaml, features, C and thresholds chosen
+# by cross-corpus validation on those only. Measured on all 282 held-out items once, after the
+# design was committed; pinned exactly, never tuned on.
+#: (true positives, false positives, false negatives) with the shipped classifier, measured
+#: once: refusal recall 0.776 -> 0.894 at precision 0.767 -> 0.760; escalation recall
+#: 0.571 -> 0.738 at precision 1.000 -> 0.925. The bar is not met.
+WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (76, 24, 9),
+                                                    "escalation": (62, 5, 22)}
+
+
+@functools.cache
+def _classifier_verdicts() -> dict[str, list[tuple[bool, bool]]]:
+    """Per gate, (observed by rules + classifier, expected) for every held-out item."""
+    import torch
+
+    from evalloop.adapters.gate_classifier import ClassifierOpinions, load_default_opinions
+
+    torch.set_num_threads(1)  # a shared 2-core machine: one thread is ~10x faster per answer
+    source = load_default_opinions()
+    assert isinstance(source, ClassifierOpinions), source
+    out: dict[str, list[tuple[bool, bool]]] = {"refusal": [], "escalation": []}
+    for item in HELDOUT:
+        answer = str(item["answer"])
+        a = analyse(answer)
+        ops = source.opinions(answer, str(item.get("user") or "") or None, a)
+        ref = refusal_gate(bool(item["refusal"]), a, ops["refusal"], ops["refusal"].thresholds)
+        esc = escalation_gate(bool(item["escalation"]), a, ops["escalation"],
+                              ops["escalation"].thresholds)
+        out["refusal"].append((ref.observed, bool(item["refusal"])))
+        out["escalation"].append((esc.observed, bool(item["escalation"])))
+    return out
+
+
+@pytest.mark.parametrize("gate", ["refusal", "escalation"])
+def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
+    pairs = _classifier_verdicts()[gate]
+    tp = sum(o and e for o, e in pairs)
+    fp = sum(o and not e for o, e in pairs)
+    fn = sum(e and not o for o, e in pairs)
+    line = _figure_line(gate, tp, fp, fn, "rules + clf")
+    print("\n" + line)
+    assert (tp, fp, fn) == WITH_CLASSIFIER[gate], line

@@ -23,14 +23,21 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 from uuid import UUID, uuid4
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentReply
+from evalloop.adapters.gate_classifier import OpinionSource, shared_default_opinions
 from evalloop.core.evaluation.cases import EvalCase, EvalCaseError
-from evalloop.core.evaluation.extract import MalformedResponse, from_json_value
+from evalloop.core.evaluation.extract import (
+    MalformedResponse,
+    from_json_value,
+    has_answer_text,
+    looks_like_html,
+)
 from evalloop.core.evaluation.report import render_summary
 from evalloop.core.evaluation.results import (
     AgentFailure,
@@ -40,6 +47,7 @@ from evalloop.core.evaluation.results import (
     summarise,
 )
 from evalloop.core.evaluation.scoring import error_result, score_response, unscored_result
+from evalloop.core.evaluation.second_opinion import Gate, Opinion
 from evalloop.core.redaction import stored_url
 from evalloop.errors import FieldProblem
 
@@ -67,10 +75,20 @@ async def _fetch(case: EvalCase, source: ResponseSource,
     return source.get(case.id)
 
 
-def _score(case: EvalCase, raw: _Raw, label: str) -> CaseResult:
+def _answer_text(raw: _Raw) -> str | None:
+    """The text the gates will read, or None (an error, nothing, or no answer at all)."""
+    text = raw.text if isinstance(raw, AgentReply) else raw if isinstance(raw, str) else None
+    if text is None or not has_answer_text(text) or looks_like_html(text):
+        return None
+    return text
+
+
+def _score(case: EvalCase, raw: _Raw, label: str,
+           opinions: Mapping[Gate, Opinion] | None = None) -> CaseResult:
     if isinstance(raw, AgentReply):
         return score_response(case, raw.text, response_format=raw.format,
                               latency_ms=raw.latency_ms, attempts=raw.attempts,
+                              second_opinion=opinions,
                               retrieved_context=(None if raw.context_ids is None
                                                  else list(raw.context_ids)))
     if isinstance(raw, AgentCallError):
@@ -79,14 +97,17 @@ def _score(case: EvalCase, raw: _Raw, label: str) -> CaseResult:
         return unscored_result(case, f"no response for this id in {label}")
     if isinstance(raw, MalformedResponse):
         return error_result(case, AgentFailure(kind=raw.kind, message=raw.message, attempts=0))
-    return score_response(case, raw, response_format="canned", attempts=0)
+    return score_response(case, raw, response_format="canned", attempts=0,
+                          second_opinion=opinions)
 
 
 async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurrency: int = 8,
                    progress: ProgressCallback | None = None, run_id: UUID | None = None,
                    eval_source: str | None = None, agent_id: str | None = None,
                    golden_set_version_id: UUID | None = None, job_id: UUID | None = None,
-                   responses_label: str = "the responses file") -> EvalRun:
+                   responses_label: str = "the responses file",
+                   second_opinion: OpinionSource | Literal["default"] | None = "default",
+                   ) -> EvalRun:
     """Run eval cases against an agent (or canned responses) and score every answer.
 
     Args:
@@ -101,6 +122,12 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         eval_source: label of where the cases came from (file name, ``golden:agent@3``).
         agent_id, golden_set_version_id, job_id: recorded on the run as given.
         responses_label: how to name the canned source in "unscored" reasons.
+        second_opinion: who gives the gates a second opinion on every answer
+            (``docs/rules.md#second-opinion``): ``"default"`` -- the shipped MiniLM
+            classifier, unless the setting ``evaluator.gate_second_opinion`` is ``off``
+            (:func:`~evalloop.adapters.gate_classifier.shared_default_opinions`; loaded once
+            per process); a source of your own; or ``None``: the rules alone. A classifier
+            that cannot be loaded leaves the rules to decide, and every verdict says why.
 
     Returns:
         The run: per-case results in case order and the summary (``summary.gate_failed`` is
@@ -113,6 +140,9 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         raise ValueError(f"expected concurrency >= 1, received {concurrency}")
     if len({c.id for c in cases}) != len(cases):
         raise ValueError("expected unique case ids")
+    # the first default load takes ~10 s (MiniLM): off the event loop
+    opinion_source = await asyncio.to_thread(shared_default_opinions) \
+        if second_opinion == "default" else second_opinion
     started = datetime.now(UTC)
     results: list[CaseResult | None] = [None] * len(cases)
     queue = iter(enumerate(cases))
@@ -138,7 +168,11 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     async def scorer() -> None:
         while (item := await fetched.get()) is not None:
             index, case, raw = item
-            result = _score(case, raw, responses_label)
+            text = _answer_text(raw) if opinion_source is not None else None
+            # embedding is CPU work: a worker thread keeps the loop serving the agents
+            opinions = None if text is None or opinion_source is None else \
+                await asyncio.to_thread(opinion_source.opinions, text, case.input)
+            result = _score(case, raw, responses_label, opinions)
             results[index] = result
             if progress is not None:
                 progress(result)

@@ -42,10 +42,12 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         response_format: the format it was read from (``sse``, ``openai``... or ``canned``).
         latency_ms: request wall time in milliseconds, if measured.
         attempts: HTTP requests made (0 for a canned response).
-        second_opinion: the model's answers for this response
-            (:func:`evalloop.adapters.gate_opinion.ask_gate_opinions`), combined with the rules
-            at the thresholds shipped for that model (``docs/rules.md#second-opinion``);
-            ``None``: the rules alone.
+        second_opinion: the second opinion's answers for this response -- the gate
+            classifier's (:class:`evalloop.adapters.gate_classifier.ClassifierOpinions`, which
+            carry their own thresholds) or a judge's
+            (:func:`evalloop.adapters.gate_opinion.ask_gate_opinions`, at the thresholds
+            shipped for that model) -- combined with the rules
+            (``docs/rules.md#second-opinion``); ``None``: the rules alone.
         retrieved_context: passage ids the agent said it retrieved (``None``: not said).
 
     Returns:

@@ -12,9 +12,9 @@ Combination (``docs/rules.md#second-opinion``): each gate has two thresholds fit
 tuning corpus only (``fit_thresholds``), ``low < high``:
 
 * P(yes) >= ``high``: the act is observed, whatever the rules found (the model overrules a
-  miss);
+  miss); ``high = 1`` never overrules;
 * P(yes) <= ``low``: the act is not observed, whatever the rules found (the model overrules a
-  false find);
+  false find); ``low = 0`` never overrules;
 * in between, or no probability (no model, an error): the rules decide.
 
 Every verdict says which of the three happened, with the score and both thresholds.
@@ -122,12 +122,19 @@ class Opinion:
         model: the model id that answered (or was to answer).
         p_yes: P(yes) 0-1, or ``None`` when no probability came back.
         unscored: why there is no probability (``model absent``, ``timeout: ...``), or ``None``.
+        thresholds: the thresholds that come with this opinion (a shipped classifier carries
+            its own, ``docs/rules.md#second-opinion``), or ``None``: those in
+            :data:`SHIPPED_THRESHOLDS` for ``model``.
+        rule: what the verdict names as the rule when this opinion decides: ``second opinion``
+            (a judge model's yes/no) or ``classifier``.
     """
 
     gate: Gate
     model: str
     p_yes: float | None
     unscored: str | None = None
+    thresholds: Thresholds | None = None
+    rule: str = "second opinion"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +176,12 @@ def combine(rules_observed: bool, opinion: Opinion | None,
                         f"second opinion unavailable ({opinion.model}: {why}); rules decide")
     p = opinion.p_yes
     band = f"P(yes)={p:.3f}, low={thresholds.low:.3f}, high={thresholds.high:.3f}"
-    if p >= thresholds.high and not rules_observed:
+    # low == 0 / high == 1 mean "never overrule that way" (fit_thresholds), even for a
+    # probability that rounds to exactly 0 or 1
+    if p >= thresholds.high and thresholds.high < 1.0 and not rules_observed:
         return Combined(True, "rules+model", "model", p,
                         f"{opinion.model} says yes ({band}): overrules the rules' miss")
-    if p <= thresholds.low and rules_observed:
+    if p <= thresholds.low and thresholds.low > 0.0 and rules_observed:
         return Combined(False, "rules+model", "model", p,
                         f"{opinion.model} says no ({band}): overrules the rules' find")
     agree = "agrees" if (p >= 0.5) == rules_observed else "is not sure enough to overrule"
@@ -243,7 +252,10 @@ SHIPPED_THRESHOLDS: dict[str, dict[Gate, Thresholds]] = {
 
 
 def thresholds_for(opinion: Opinion | None) -> Thresholds | None:
-    """The shipped thresholds for the model and gate of ``opinion`` (``None`` if none)."""
+    """The thresholds for ``opinion``: its own if it carries them, else those shipped for its
+    model and gate (``None`` if none)."""
     if opinion is None:
         return None
+    if opinion.thresholds is not None:
+        return opinion.thresholds
     return SHIPPED_THRESHOLDS.get(opinion.model, {}).get(opinion.gate)
