@@ -8,8 +8,10 @@ batches, in group ``evalloop-triage``:
    ``negative_cases`` would pick it up);
 2. per agent (the latest version of each case in the batch): embed new or changed cases, assign
    clusters online, store (``services.triage.online``);
-3. when an agent has ``recluster_every`` new cases since its last run, re-cluster, relabel,
-   re-rank and queue candidates (``services.triage.pipeline``); a background loop also
+3. when an agent has ``recluster_every`` new cases since its last run, and at least
+   ``recluster_growth`` times its clustered cases (``docs/review.md#re-clustering``),
+   re-cluster, relabel, re-rank and queue candidates (``services.triage.pipeline``); a
+   background loop also
    re-clusters agents with new cases whose last run is older than ``recluster_interval_s``,
    and :meth:`TriageService.recluster` runs one on demand;
 4. publish ``golden.candidate.proposed.v1`` for every queued candidate not yet announced (an
@@ -155,7 +157,7 @@ class TriageService(Service):
         self.stats.invalid += invalid
         for agent_id, cases in by_agent.items():
             outcome = await self.ingest(agent_id, list(cases.values()))
-            if outcome.new_cases >= self.cfg.recluster_every:
+            if outcome.recluster_due(self.cfg.recluster_every, self.cfg.recluster_growth):
                 await self.recluster(agent_id)
         await self.flush_outbox()
 
@@ -189,7 +191,7 @@ class TriageService(Service):
         """Re-cluster every agent that is due (count or age; ``settings.triage``)."""
         due = await agents_due(
             self.deps.pool, every=self.cfg.recluster_every,
-            interval_s=self.cfg.recluster_interval_s,
+            interval_s=self.cfg.recluster_interval_s, growth=self.cfg.recluster_growth,
         )
         return [await self.recluster(a) for a in due]
 

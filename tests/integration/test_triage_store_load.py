@@ -1,6 +1,6 @@
 """Loading an agent's cases for re-clustering, streamed in chunks (real PostgreSQL): the same
 rows, order and vectors as one query, at any chunk size; question vectors only for the cases
-asked about."""
+asked about; which agents are due for re-clustering."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from evalloop.adapters.triage_store import (
     CaseRow,
+    agents_due,
     load_recluster_input,
     question_vectors,
     set_question_embeddings,
@@ -82,3 +83,20 @@ async def test_no_cases_and_question_vectors(pool: asyncpg.Pool) -> None:
         got = await question_vectors(conn, ids, 4)
     assert list(got) == [ids[0]]  # case 2's vector has 2 values, case 3 has none
     assert got[ids[0]].tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
+async def test_agents_due_by_count_and_share_of_clustered(pool: asyncpg.Pool) -> None:
+    await pool.execute(
+        "INSERT INTO triage_agents (agent_id, new_cases, last_reclustered_at) VALUES "
+        "('small', 200, now()), ('big', 200, now()), ('bigger', 2000, now()), "
+        "('quiet', 0, now()), ('old', 1, now() - interval '1 hour')")
+    await pool.execute(
+        "INSERT INTO clusters (agent_id, cluster_id, size, centroid) VALUES "
+        "('small', 'c1', 1500, '{1}'), ('small', 'c2', 500, '{1}'), "
+        "('big', 'c1', 20000, '{1}'), ('bigger', 'c1', 20000, '{1}')")
+    # small: 200 >= max(200, 0.1 x 2,000); big: 200 < 2,000; bigger: 2,000 >= 2,000;
+    # old: one new case and its last run older than the interval
+    assert await agents_due(pool, every=200, interval_s=300, growth=0.1) == [
+        "bigger", "old", "small"]
+    assert await agents_due(pool, every=200, interval_s=300) == [
+        "big", "bigger", "old", "small"]

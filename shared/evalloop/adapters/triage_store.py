@@ -561,19 +561,24 @@ async def save_agent_state(
 
 
 async def agents_due(
-    pool: asyncpg.Pool, *, every: int, interval_s: float
+    pool: asyncpg.Pool, *, every: int, interval_s: float, growth: float = 0.0
 ) -> list[str]:
-    """Agents with new cases whose re-clustering is due: at least ``every`` new cases, or any
-    new case and no run within ``interval_s`` seconds."""
+    """Agents with new cases whose re-clustering is due: at least ``max(every, growth *
+    clustered)`` new cases (``clustered``: the sum of the agent's cluster sizes;
+    ``docs/review.md#re-clustering``), or any new case and no run within ``interval_s``
+    seconds."""
     with store_errors("listing agents due for re-clustering"):
         rows = await pool.fetch(
             """
-            SELECT agent_id FROM triage_agents
-            WHERE new_cases >= $1 OR (new_cases > 0 AND (last_reclustered_at IS NULL
-                  OR last_reclustered_at < now() - make_interval(secs => $2)))
-            ORDER BY agent_id
+            SELECT a.agent_id FROM triage_agents a
+            LEFT JOIN (SELECT agent_id, sum(size) AS clustered FROM clusters
+                       GROUP BY agent_id) c ON c.agent_id = a.agent_id
+            WHERE a.new_cases >= greatest($1::float8, $3::float8 * coalesce(c.clustered, 0))
+               OR (a.new_cases > 0 AND (a.last_reclustered_at IS NULL
+                   OR a.last_reclustered_at < now() - make_interval(secs => $2)))
+            ORDER BY a.agent_id
             """,
-            every, interval_s,
+            every, interval_s, growth,
         )
     return [r["agent_id"] for r in rows]
 
