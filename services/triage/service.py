@@ -42,6 +42,7 @@ from uuid import UUID
 from cachetools import LRUCache
 from pydantic import ValidationError
 
+from evalloop.adapters import malloc
 from evalloop.adapters.bus import Record
 from evalloop.adapters.embedder import Embedder, build_embedder
 from evalloop.adapters.triage_store import agents_due, mark_published, store_errors, unpublished
@@ -179,9 +180,13 @@ class TriageService(Service):
             EmbeddingError, StorageError, BusError.
         """
         async with self._locks(agent_id):
-            report = await recluster_agent(
-                self.deps.pool, self.embedder, self.cfg, agent_id, self._golden
-            )
+            try:
+                report = await recluster_agent(
+                    self.deps.pool, self.embedder, self.cfg, agent_id, self._golden
+                )
+            finally:
+                # the run's arrays are freed; hand the pages back (RSS flat, not at the peak)
+                await asyncio.to_thread(malloc.trim)
         self.stats.reclusters += 1
         self.last_reports[agent_id] = report
         await self.flush_outbox(agent_id)
