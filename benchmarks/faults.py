@@ -52,6 +52,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -856,6 +857,7 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
         done = await completions(servers.bootstrap, stack.topics)
         result = verdict(c, exp, sent, done, settled=settled)
         result["figures"]["supervisor_restarts"] = [f"{n} (exit {rc})" for n, rc in stack.exits]
+    reclusters = _reclusters(out_dir / "soak" / "triage.log")
     (out_dir / "soak-samples.jsonl").write_text(
         "".join(json.dumps(s) + "\n" for s in samples))
     ts = [s["t"] for s in samples]
@@ -895,8 +897,22 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
             [s["t"] for s in steady if s["lag"] >= 0],
             [s["lag"] for s in steady if s["lag"] >= 0]) * 60, 2),
         "samples": len(samples), "sample_every_s": args.sample, "t_span_s": ts[-1] if ts else 0,
+        "triage_reclusters": reclusters,
     }
     return result
+
+
+_RECLUSTERED = re.compile(r"re-clustered (\S+): (\d+) cases .* ([0-9.]+) s$")
+
+
+def _reclusters(log: Path) -> dict[str, Any]:
+    """Triage's re-clusterings in its log: how many, the largest, the longest (s)."""
+    runs = [(m[1], int(m[2]), float(m[3])) for line in
+            (log.read_text(errors="replace").splitlines() if log.exists() else [])
+            if (m := _RECLUSTERED.search(line))]
+    return {"runs": len(runs), "max_cases": max((r[1] for r in runs), default=0),
+            "max_s": max((r[2] for r in runs), default=0.0),
+            "total_s": round(sum(r[2] for r in runs), 1)}
 
 
 def _print(result: dict[str, Any]) -> None:
@@ -914,7 +930,8 @@ def _print(result: dict[str, Any]) -> None:
     if result["scenario"] == "soak":
         print(f"   rate {result['rate_achieved']}/s, lag max {result['lag_max']} mean "
               f"{result['lag_mean']} slope {result['lag_steady_slope_per_min']}/min, by group "
-              f"{result['lag_by_group']}, rss {result['rss']}", file=sys.stderr)
+              f"{result['lag_by_group']}, rss {result['rss']}, triage re-clusterings "
+              f"{result['triage_reclusters']}", file=sys.stderr)
     print(f"   {checks}", file=sys.stderr)
 
 
