@@ -842,7 +842,9 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
         while not sender.done():
             stack.check_alive()
             try:
-                per_group = {g: end - done for (_, g), (end, done) in
+                # the end offsets are read before the commits: a commit just after reads as
+                # a negative lag, which is 0
+                per_group = {g: max(0, end - done) for (_, g), (end, done) in
                              (await group_offsets(servers.bootstrap, stack.topics)).items()}
             except Exception:
                 per_group = {}
@@ -864,6 +866,9 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
     rss = {}
     # the first minute is warm-up (imports, caches, first batches): slopes over the rest
     steady = [s for s in samples if s["t"] >= min(60.0, args.duration / 5)]
+    # and over the second half alone: a service whose memory grows only while a bounded
+    # buffer fills (triage's linkage sample) shows ~0 here
+    late = [s for s in samples if s["t"] >= args.duration / 2]
     for name in SERVICES:
         ys = [s["rss_kb"].get(name, 0) / 1024 for s in samples]
         st = [s["rss_kb"].get(name, 0) / 1024 for s in steady]
@@ -871,7 +876,10 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
                      "end_mb": round(ys[-1], 1) if ys else None,
                      "max_mb": round(max(ys), 1) if ys else None,
                      "steady_slope_mb_per_min": round(
-                         _slope([s["t"] for s in steady], st) * 60, 3)}
+                         _slope([s["t"] for s in steady], st) * 60, 3),
+                     "second_half_slope_mb_per_min": round(_slope(
+                         [s["t"] for s in late],
+                         [s["rss_kb"].get(name, 0) / 1024 for s in late]) * 60, 3)}
     lags = [s["lag"] for s in samples if s["lag"] >= 0]
     groups = sorted({g for s in samples for g in s["lag_by_group"]})
     by_group = {g: max(s["lag_by_group"].get(g, 0) for s in samples) for g in groups}
@@ -896,6 +904,9 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
         "lag_steady_slope_per_min": round(_slope(
             [s["t"] for s in steady if s["lag"] >= 0],
             [s["lag"] for s in steady if s["lag"] >= 0]) * 60, 2),
+        "lag_second_half_slope_per_min": round(_slope(
+            [s["t"] for s in late if s["lag"] >= 0],
+            [s["lag"] for s in late if s["lag"] >= 0]) * 60, 2),
         "samples": len(samples), "sample_every_s": args.sample, "t_span_s": ts[-1] if ts else 0,
         "triage_reclusters": reclusters,
     }
