@@ -34,7 +34,13 @@ connection error is sent again unchanged (the same event ids) until ingest accep
 Checks, after the loop settled (every consumer group's lag 0, counts stable): 0 lost (every
 accepted event is in ``events``), 0 counted twice (``events``, the monitor's served and negative
 turn counts, ``negative_cases``, ``triage_cases``, exactly as generated), 0 duplicate
-re-evaluations (one job per (agent, trigger), one run per job, one ``reeval.completed`` per job).
+re-evaluations (one job per (agent, trigger), one run per job, one ``reeval.completed`` per job),
+and the loop settled within ``--timeout`` (the re-evaluation finished, every group caught up).
+
+Judge: the evaluator runs with ``readiness.judge = --judge`` (default ``off``: the runs are
+gated without scores, so the figures measure the loop and not a llama.cpp judge competing for
+the cores; ``embedded`` measures both). Every result names the judge it ran with.
+
 Exit codes (``docs/exit-codes.md``): 0 every check held, 1 a check failed, 3 a server or
 service could not run.
 """
@@ -46,6 +52,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -438,9 +445,10 @@ class Stack:
 @contextlib.asynccontextmanager
 async def stack_for(servers: Servers, run_dir: Path, *, services: tuple[str, ...] = SERVICES,
                     agent_delay_ms: float = 1000.0, extra_env: dict[str, str] | None = None,
-                    ) -> AsyncIterator[tuple[Stack, str]]:
+                    judge: str = "off") -> AsyncIterator[tuple[Stack, str]]:
     """A fresh database and topic prefix, an API key, the golden set and the reference agent;
-    the services started. Yields ``(stack, api_token)``; stops everything on exit."""
+    the services started, the evaluator with ``readiness.judge = judge``. Yields
+    ``(stack, api_token)``; stops everything on exit."""
     name = f"faults_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     dsn = await create_database(servers.admin_dsn, name)
     await migrate(dsn)
@@ -473,6 +481,7 @@ async def stack_for(servers: Servers, run_dir: Path, *, services: tuple[str, ...
         "EVALLOOP_EVALUATOR__SWEEP_INTERVAL_S": "2",
         "EVALLOOP_EVALUATOR__REQUEST_GRACE_S": "5",
         "EVALLOOP_EVALUATOR__RESULTS_DIR": str(run_dir),
+        "EVALLOOP_READINESS__JUDGE": judge,
         **(extra_env or {}),
     }
     stack = Stack(servers, dsn, Topics.with_prefix(prefix), prefix, port, run_dir, env)
@@ -606,11 +615,13 @@ def settled_ok(c: dict[str, Any], exp: Expected, services: tuple[str, ...] = SER
 
 async def wait_settled(
     stack: Stack, exp: Expected, timeout_s: float
-) -> tuple[dict[str, Any], float]:
-    """Poll until :func:`settled_ok` and lag 0 hold twice in a row 1 s apart (or the timeout).
+) -> tuple[dict[str, Any], float, bool]:
+    """Poll until :func:`settled_ok` and lag 0 hold twice in a row 1 s apart (or the timeout):
+    every event counted everywhere, every consumer group caught up, and the re-evaluation
+    finished when the evaluator runs.
 
     Returns:
-        The last counts, and the seconds waited.
+        The last counts, the seconds waited, and whether it settled (``False``: timed out).
     """
     t0 = time.monotonic()
     good = 0
@@ -621,14 +632,15 @@ async def wait_settled(
         lag = await total_lag(stack.servers.bootstrap, stack.topics, stack.groups())
         good = good + 1 if settled_ok(c, exp, tuple(stack.procs)) and lag == 0 else 0
         if good >= 2:
-            break
+            return c, time.monotonic() - t0, True
         await asyncio.sleep(1.0)
-    return c, time.monotonic() - t0
+    return c, time.monotonic() - t0, False
 
 
 def verdict(c: dict[str, Any], exp: Expected, sent: SendStats, done: Counter[str],
-            services: tuple[str, ...] = SERVICES) -> dict[str, Any]:
-    """The figures and checks of one scenario (of the ``services`` that ran)."""
+            services: tuple[str, ...] = SERVICES, *, settled: bool = True) -> dict[str, Any]:
+    """The figures and checks of one scenario (of the ``services`` that ran); ``settled``:
+    :func:`wait_settled` saw the loop settle before its timeout."""
     neg_total = sum(exp.negatives.values())
     served_diff = {a: c["served"].get(a, 0) - exp.served[a] for a in exp.served}
     neg_diff = {a: c["negatives"].get(a, 0) - exp.negatives[a] for a in exp.served}
@@ -670,6 +682,7 @@ def verdict(c: dict[str, Any], exp: Expected, sent: SendStats, done: Counter[str
                 figures["eval_runs"] == len(c["jobs"])
                 and figures["completions"] == len(c["jobs"]))),
         "0 dead letters": c["dead_letters"] == 0,
+        "settled within --timeout (lag 0, re-evaluation finished)": settled,
     }
     return {"figures": figures, "checks": checks}
 
@@ -771,7 +784,8 @@ async def run_scenario(scenario: str, servers: Servers, args: argparse.Namespace
     checks."""
     bodies, exp = make_batches(args.events, args.batch,
                                base=datetime.now(UTC) - timedelta(hours=2))
-    async with stack_for(servers, out_dir / scenario, services=services) as (stack, token):
+    async with stack_for(servers, out_dir / scenario, services=services,
+                         judge=args.judge) as (stack, token):
         ready_s = await stack.wait_ingest_ready()
         ready_s = max(ready_s, await stack.wait_consumers())
         supervisor = asyncio.create_task(stack.supervise())
@@ -792,12 +806,13 @@ async def run_scenario(scenario: str, servers: Servers, args: argparse.Namespace
             info = await inject(scenario, stack, sent, args.down)
         await sender
         send_s = time.monotonic() - t_start
-        c, settle_s = await wait_settled(stack, exp, args.timeout)
+        c, settle_s, settled = await wait_settled(stack, exp, args.timeout)
         supervisor.cancel()
         done = await completions(servers.bootstrap, stack.topics)
-        result = verdict(c, exp, sent, done, tuple(stack.procs))
+        result = verdict(c, exp, sent, done, tuple(stack.procs), settled=settled)
         result["figures"]["supervisor_restarts"] = [f"{n} (exit {rc})" for n, rc in stack.exits]
-    result |= {"scenario": scenario, "fault": info, "ingest_ready_s": round(ready_s, 1),
+    result |= {"scenario": scenario, "judge": args.judge, "fault": info,
+               "ingest_ready_s": round(ready_s, 1),
                "send_s": round(send_s, 1), "settle_s": round(settle_s, 1),
                "rate_target": args.rate}
     return result
@@ -817,7 +832,7 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
     n_events = int(args.rate * args.duration)
     bodies, exp = make_batches(n_events, args.batch, base=datetime.now(UTC) - timedelta(hours=2))
     samples: list[dict[str, Any]] = []
-    async with stack_for(servers, out_dir / "soak") as (stack, token):
+    async with stack_for(servers, out_dir / "soak", judge=args.judge) as (stack, token):
         await stack.wait_ingest_ready()
         await stack.wait_consumers()
         sent = SendStats()
@@ -827,7 +842,9 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
         while not sender.done():
             stack.check_alive()
             try:
-                per_group = {g: end - done for (_, g), (end, done) in
+                # the end offsets are read before the commits: a commit just after reads as
+                # a negative lag, which is 0
+                per_group = {g: max(0, end - done) for (_, g), (end, done) in
                              (await group_offsets(servers.bootstrap, stack.topics)).items()}
             except Exception:
                 per_group = {}
@@ -838,16 +855,20 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
                 await asyncio.wait_for(asyncio.shield(sender), args.sample)
         await sender
         send_s = time.monotonic() - t0
-        c, settle_s = await wait_settled(stack, exp, args.timeout)
+        c, settle_s, settled = await wait_settled(stack, exp, args.timeout)
         done = await completions(servers.bootstrap, stack.topics)
-        result = verdict(c, exp, sent, done)
+        result = verdict(c, exp, sent, done, settled=settled)
         result["figures"]["supervisor_restarts"] = [f"{n} (exit {rc})" for n, rc in stack.exits]
+    reclusters = _reclusters(out_dir / "soak" / "triage.log")
     (out_dir / "soak-samples.jsonl").write_text(
         "".join(json.dumps(s) + "\n" for s in samples))
     ts = [s["t"] for s in samples]
     rss = {}
     # the first minute is warm-up (imports, caches, first batches): slopes over the rest
     steady = [s for s in samples if s["t"] >= min(60.0, args.duration / 5)]
+    # and over the second half alone: a service whose memory grows only while a bounded
+    # buffer fills (triage's linkage sample) shows ~0 here
+    late = [s for s in samples if s["t"] >= args.duration / 2]
     for name in SERVICES:
         ys = [s["rss_kb"].get(name, 0) / 1024 for s in samples]
         st = [s["rss_kb"].get(name, 0) / 1024 for s in steady]
@@ -855,23 +876,54 @@ async def run_soak(servers: Servers, args: argparse.Namespace, out_dir: Path) ->
                      "end_mb": round(ys[-1], 1) if ys else None,
                      "max_mb": round(max(ys), 1) if ys else None,
                      "steady_slope_mb_per_min": round(
-                         _slope([s["t"] for s in steady], st) * 60, 3)}
+                         _slope([s["t"] for s in steady], st) * 60, 3),
+                     "second_half_slope_mb_per_min": round(_slope(
+                         [s["t"] for s in late],
+                         [s["rss_kb"].get(name, 0) / 1024 for s in late]) * 60, 3)}
     lags = [s["lag"] for s in samples if s["lag"] >= 0]
-    by_group = {g: max(s["lag_by_group"].get(g, 0) for s in samples)
-                for s0 in samples[:1] for g in s0["lag_by_group"]}
+    groups = sorted({g for s in samples for g in s["lag_by_group"]})
+    by_group = {g: max(s["lag_by_group"].get(g, 0) for s in samples) for g in groups}
+    seen = [s for s in samples if s["lag_by_group"]]
+    steady_seen = [s for s in steady if s["lag_by_group"]]
+    lag_groups = {g: {
+        "max": by_group[g],
+        "mean": round(sum(s["lag_by_group"].get(g, 0) for s in seen) / len(seen), 1),
+        "steady_slope_per_min": round(_slope(
+            [s["t"] for s in steady_seen],
+            [s["lag_by_group"].get(g, 0) for s in steady_seen]) * 60, 2),
+    } for g in groups}
     result |= {
-        "scenario": "soak", "rate_target": args.rate, "duration_s": args.duration,
+        "scenario": "soak", "judge": args.judge, "rate_target": args.rate,
+        "duration_s": args.duration,
         "rate_achieved": round(sent.accepted / send_s, 1), "send_s": round(send_s, 1),
         "settle_s": round(settle_s, 1), "rss": rss,
         "lag_max": max(lags) if lags else None,
         "lag_max_by_group": by_group,
+        "lag_by_group": lag_groups,
         "lag_mean": round(sum(lags) / len(lags), 1) if lags else None,
         "lag_steady_slope_per_min": round(_slope(
             [s["t"] for s in steady if s["lag"] >= 0],
             [s["lag"] for s in steady if s["lag"] >= 0]) * 60, 2),
+        "lag_second_half_slope_per_min": round(_slope(
+            [s["t"] for s in late if s["lag"] >= 0],
+            [s["lag"] for s in late if s["lag"] >= 0]) * 60, 2),
         "samples": len(samples), "sample_every_s": args.sample, "t_span_s": ts[-1] if ts else 0,
+        "triage_reclusters": reclusters,
     }
     return result
+
+
+_RECLUSTERED = re.compile(r"re-clustered (\S+): (\d+) cases .* ([0-9.]+) s$")
+
+
+def _reclusters(log: Path) -> dict[str, Any]:
+    """Triage's re-clusterings in its log: how many, the largest, the longest (s)."""
+    runs = [(m[1], int(m[2]), float(m[3])) for line in
+            (log.read_text(errors="replace").splitlines() if log.exists() else [])
+            if (m := _RECLUSTERED.search(line))]
+    return {"runs": len(runs), "max_cases": max((r[1] for r in runs), default=0),
+            "max_s": max((r[2] for r in runs), default=0.0),
+            "total_s": round(sum(r[2] for r in runs), 1)}
 
 
 def _print(result: dict[str, Any]) -> None:
@@ -885,11 +937,12 @@ def _print(result: dict[str, Any]) -> None:
           f"{f['completions']}, duplicate re-evaluations {f['duplicate_reevaluations']}, 503s "
           f"{f['refused_503']}, connection errors {f['connection_errors']}; fault "
           f"{result.get('fault')}; send {result.get('send_s')} s, settle "
-          f"{result.get('settle_s')} s", file=sys.stderr)
+          f"{result.get('settle_s')} s; judge {result.get('judge')}", file=sys.stderr)
     if result["scenario"] == "soak":
         print(f"   rate {result['rate_achieved']}/s, lag max {result['lag_max']} mean "
-              f"{result['lag_mean']} slope {result['lag_steady_slope_per_min']}/min, rss "
-              f"{result['rss']}", file=sys.stderr)
+              f"{result['lag_mean']} slope {result['lag_steady_slope_per_min']}/min, by group "
+              f"{result['lag_by_group']}, rss {result['rss']}, triage re-clusterings "
+              f"{result['triage_reclusters']}", file=sys.stderr)
     print(f"   {checks}", file=sys.stderr)
 
 
@@ -913,6 +966,9 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", action="store_true",
                         help="use EVALLOOP_KAFKA__BOOTSTRAP / EVALLOOP_POSTGRES__DSN")
     parser.add_argument("--json", action="store_true", help="one JSON line per scenario")
+    parser.add_argument("--judge", choices=["off", "embedded", "openai"], default="off",
+                        help="the evaluator's readiness.judge (default off: the soak measures "
+                        "the loop, not a llama.cpp judge competing for the cores)")
     args = parser.parse_args(argv)
     scenarios = [s for name in args.scenario
                  for s in (FAULTS if name == "all" else (name,))]

@@ -51,6 +51,7 @@ class IngestOutcome:
         provisional: provisional clusters started.
         unchanged: cases whose text was already stored (redelivery or a metadata-only update).
         new_cases: the agent's count of new cases since its last re-clustering, after this.
+        clustered: the agent's cases in clusters after this (the sum of its cluster sizes).
     """
 
     embedded: int
@@ -58,6 +59,12 @@ class IngestOutcome:
     provisional: int
     unchanged: int
     new_cases: int
+    clustered: int = 0
+
+    def recluster_due(self, every: int, growth: float) -> bool:
+        """Whether this agent's re-clustering is due by count: ``new_cases >= max(every,
+        growth * clustered)`` (``docs/review.md#re-clustering``)."""
+        return self.new_cases >= max(every, growth * self.clustered)
 
 
 async def ingest_cases(
@@ -108,6 +115,7 @@ async def ingest_cases(
             assigned_to: dict[int, str] = {}
             touched: list[ClusterRow] = []
             n_joined = 0
+            clustered = int(np.sum(sizes)) if k else 0
             if unassigned:
                 res = assign_online(
                     np.stack([vec_of[i] for i in unassigned]),
@@ -119,6 +127,7 @@ async def ingest_cases(
                 for i, c in zip(unassigned, res.assignments.tolist(), strict=True):
                     assigned_to[i] = all_ids[c]
                 n_joined = int((res.assignments < k).sum())
+                clustered = int(res.sizes.sum())
                 for c in sorted(set(res.assignments.tolist())):
                     touched.append(ClusterRow(all_ids[c], int(res.sizes[c]), res.centroids[c],
                                               provisional=c >= k))
@@ -141,5 +150,5 @@ async def ingest_cases(
     return IngestOutcome(
         embedded=len(fresh), assigned=n_joined, provisional=len(touched) - sum(
             1 for t in touched if not t.provisional),
-        unchanged=len(cases) - len(fresh), new_cases=state.new_cases,
+        unchanged=len(cases) - len(fresh), new_cases=state.new_cases, clustered=clustered,
     )

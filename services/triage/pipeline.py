@@ -31,6 +31,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -52,6 +53,7 @@ from evalloop.adapters.triage_store import (
     liked_passages,
     load_recluster_input,
     lock_agent_state,
+    question_vectors,
     queue_priors,
     rated_answers,
     replace_clusters,
@@ -188,6 +190,27 @@ class ReclusterReport:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+#: Cases whose evidence events are read per query while ranking (bounds the rows in memory).
+MARKS_CHUNK = 2000
+
+
+class _RowsOf(Mapping[int, np.ndarray]):
+    """``cluster -> its members' rows of x``, sliced when asked for (one cluster's copy at a
+    time instead of a second copy of every vector)."""
+
+    def __init__(self, x: np.ndarray, members: dict[int, list[int]]) -> None:
+        self._x, self._members = x, members
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        return self._x[self._members[k]]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._members)
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+
 def _valid_vector(blob: bytes | None, dim: int) -> np.ndarray | None:
     if blob is None or len(blob) != 4 * dim:
         return None
@@ -306,7 +329,7 @@ async def recluster_agent(
             labels = await asyncio.to_thread(
                 question_labels,
                 {k: [data.questions[r] or "" for r in rs] for k, rs in members.items()},
-                {k: data.embeddings[rs] for k, rs in members.items()},
+                _RowsOf(data.embeddings, members),
                 {k: [str(data.case_ids[r]) for r in rs] for k, rs in members.items()},
                 n_terms=cfg.label_terms,
             )
@@ -319,11 +342,13 @@ async def recluster_agent(
 
             rp = ranking_params(cfg)
             row_of = {cid: i for i, cid in enumerate(data.case_ids)}
-            fields = await case_marks(conn, data.case_ids)
             profiles = {}
-            for cid, evs in fields.items():
-                marks = [mark_of(t, f) for t, f in evs]
-                profiles[cid] = profile_of([m for m in marks if isinstance(m, Mark)])
+            for a in range(0, len(data), MARKS_CHUNK):  # evidence read a chunk at a time
+                fields = await case_marks(conn, data.case_ids[a:a + MARKS_CHUNK])
+                for cid, evs in fields.items():
+                    marks = [mark_of(t, f) for t, f in evs]
+                    profiles[cid] = profile_of([m for m in marks if isinstance(m, Mark)])
+                del fields
             cases = [
                 TriageCase(str(cid), str(lab), conf, ev, occ, q, profiles.get(cid))
                 for cid, lab, conf, ev, occ, q in zip(
@@ -356,10 +381,12 @@ async def recluster_agent(
             pv = np.vstack([g_question.reshape(-1, dim)] + [
                 v[None, :] for j in decided if (v := q_vecs[j]) is not None])
             rows = [row_of[UUID(r.case.case_id)] for r in short]
+            stored_q = await question_vectors(conn, [data.case_ids[i] for i in rows], dim)
             sel, qv, need, fresh_q = await _select(
-                embedder, short, [_valid_vector(data.question_embeddings[i], dim) for i in rows],
+                embedder, short, [stored_q.get(data.case_ids[i]) for i in rows],
                 priors, pv, rp,
             )
+            del stored_q
             report.kept = len(sel.kept)
             report.dropped = dict(Counter(d.reason for d in sel.dropped))
             if liked:

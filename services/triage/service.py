@@ -8,8 +8,10 @@ batches, in group ``evalloop-triage``:
    ``negative_cases`` would pick it up);
 2. per agent (the latest version of each case in the batch): embed new or changed cases, assign
    clusters online, store (``services.triage.online``);
-3. when an agent has ``recluster_every`` new cases since its last run, re-cluster, relabel,
-   re-rank and queue candidates (``services.triage.pipeline``); a background loop also
+3. when an agent has ``recluster_every`` new cases since its last run, and at least
+   ``recluster_growth`` times its clustered cases (``docs/review.md#re-clustering``),
+   re-cluster, relabel, re-rank and queue candidates (``services.triage.pipeline``); a
+   background loop also
    re-clusters agents with new cases whose last run is older than ``recluster_interval_s``,
    and :meth:`TriageService.recluster` runs one on demand;
 4. publish ``golden.candidate.proposed.v1`` for every queued candidate not yet announced (an
@@ -40,6 +42,7 @@ from uuid import UUID
 from cachetools import LRUCache
 from pydantic import ValidationError
 
+from evalloop.adapters import malloc
 from evalloop.adapters.bus import Record
 from evalloop.adapters.embedder import Embedder, build_embedder
 from evalloop.adapters.triage_store import agents_due, mark_published, store_errors, unpublished
@@ -155,7 +158,7 @@ class TriageService(Service):
         self.stats.invalid += invalid
         for agent_id, cases in by_agent.items():
             outcome = await self.ingest(agent_id, list(cases.values()))
-            if outcome.new_cases >= self.cfg.recluster_every:
+            if outcome.recluster_due(self.cfg.recluster_every, self.cfg.recluster_growth):
                 await self.recluster(agent_id)
         await self.flush_outbox()
 
@@ -177,9 +180,13 @@ class TriageService(Service):
             EmbeddingError, StorageError, BusError.
         """
         async with self._locks(agent_id):
-            report = await recluster_agent(
-                self.deps.pool, self.embedder, self.cfg, agent_id, self._golden
-            )
+            try:
+                report = await recluster_agent(
+                    self.deps.pool, self.embedder, self.cfg, agent_id, self._golden
+                )
+            finally:
+                # the run's arrays are freed; hand the pages back (RSS flat, not at the peak)
+                await asyncio.to_thread(malloc.trim)
         self.stats.reclusters += 1
         self.last_reports[agent_id] = report
         await self.flush_outbox(agent_id)
@@ -189,7 +196,7 @@ class TriageService(Service):
         """Re-cluster every agent that is due (count or age; ``settings.triage``)."""
         due = await agents_due(
             self.deps.pool, every=self.cfg.recluster_every,
-            interval_s=self.cfg.recluster_interval_s,
+            interval_s=self.cfg.recluster_interval_s, growth=self.cfg.recluster_growth,
         )
         return [await self.recluster(a) for a in due]
 

@@ -311,6 +311,12 @@ class TriageSettings(BaseModel):
     recluster_every: int = Field(
         default=200, description="re-cluster an agent after this many new cases"
     )
+    recluster_growth: float = Field(
+        default=0.1, ge=0,
+        description="...and only once its new cases are also at least this share (0-1) of "
+        "its clustered cases, so the re-clustering work per case stays bounded as an agent's "
+        "cases grow (docs/review.md#re-clustering); 0: every recluster_every cases",
+    )
     recluster_interval_s: float = Field(
         default=300.0,
         description="also re-cluster an agent with new cases once its last run is this old, "

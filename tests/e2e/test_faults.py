@@ -38,7 +38,7 @@ async def test_kill_9_of_the_recorder_mid_stream_loses_and_doubles_nothing(
     faults = _harness()
     servers = faults.Servers(kafka_bootstrap, pg_dsn, own=False)
     args = argparse.Namespace(events=3000, batch=100, rate=400.0, fault_at=0.4, down=2.0,
-                              timeout=60.0)
+                              timeout=60.0, judge="off")
     assert Settings().monitor.threshold == 0.02  # the traffic earns one request at 2 %
     result = await faults.run_scenario("kill-recorder", servers, args, tmp_path,
                                        services=("ingest", "recorder", "monitor"))
@@ -53,4 +53,5 @@ async def test_kill_9_of_the_recorder_mid_stream_loses_and_doubles_nothing(
     assert f["dead_letters"] == 0
     assert f["supervisor_restarts"] == []
     assert result["fault"]["recovery_s"] is not None  # the restarted recorder committed again
+    assert result["judge"] == "off"
     assert all(result["checks"].values()), result["checks"]

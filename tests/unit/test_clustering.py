@@ -7,13 +7,16 @@ import itertools
 import numpy as np
 import pytest
 
+from evalloop.core import clustering
 from evalloop.core.clustering import (
     ClusterParams,
     assign_online,
     average_linkage,
     case_text,
     centroids_of,
+    condensed_cosine,
     match_cluster_ids,
+    nearest_centroid,
     recluster,
 )
 
@@ -165,3 +168,35 @@ def test_everything_joining_in_the_first_round_ends_the_rounds() -> None:
     c = recluster(x, ClusterParams(sample_size=10, seed=3))
     assert c.labels.tolist() == [0] * 30
     assert c.sizes.tolist() == [30]
+
+
+def test_condensed_cosine_in_pdist_order_and_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pairs (0,1), (0,2), (0,3), (1,2), (1,3), (2,3) of e0, e1, u = 0.6 e0 + 0.8 e1, -e0
+    x = np.array([[1, 0], [0, 1], [0.6, 0.8], [-1, 0]], dtype=np.float32)
+    want = [1.0, 0.4, 2.0, 0.2, 1.0, 1.6]
+    assert np.allclose(condensed_cosine(x), want, atol=1e-7)
+    monkeypatch.setattr(clustering, "_BLOCK", 1)  # one row per block: the same values
+    assert np.allclose(condensed_cosine(x), want, atol=1e-7)
+    assert condensed_cosine(x[:1]).shape == (0,)
+
+
+def test_nearest_centroid_exact_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clustering, "_BLOCK", 2)
+    x = np.array([[1, 0], [0, 1], [0.6, 0.8], [-1, 0], [0.8, 0.6]], dtype=np.float32)
+    cents = np.array([[1, 0], [0, 1]], dtype=np.float32)
+    best, sim = nearest_centroid(x, np.array([4, 0, 2, 3, 1]), cents)
+    assert best.tolist() == [0, 0, 1, 1, 1]  # -e0: both 0 or below; e1 wins at 0 vs -1
+    assert np.allclose(sim, [0.8, 1.0, 0.8, 0.0, 1.0])
+
+
+def test_labels_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the same fixed input, clustered in one block and in blocks of 3 rows: identical labels
+    x, truth = _blobs([12, 9, 5, 2], noise=0.05, seed=4)
+    p = ClusterParams(sample_size=10, seed=3)
+    whole = recluster(x, p)
+    linkage_whole = average_linkage(x, 0.35)
+    monkeypatch.setattr(clustering, "_BLOCK", 3)
+    assert recluster(x, p).labels.tolist() == whole.labels.tolist()
+    assert average_linkage(x, 0.35).tolist() == linkage_whole.tolist()
+    assert whole.sizes.tolist() == [12, 9, 5, 2]
+    assert _same_partition(whole.labels, truth)

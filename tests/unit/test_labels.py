@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from evalloop.core import labels as labels_mod
 from evalloop.core.labels import (
     describes,
     label_clusters,
@@ -92,6 +93,16 @@ def test_medoid_highest_mean_similarity_ties_to_smallest_id() -> None:
     assert medoid(np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.1]]), ["a", "b", "c"]) == 1
     with pytest.raises(ValueError, match="expected \\(n, d\\) vectors"):
         medoid(np.zeros((2, 3)), ["a"])
+
+
+def test_medoid_over_several_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # blocks of 2 rows: the sum and the means are gathered block by block, same answer
+    monkeypatch.setattr(labels_mod, "_BLOCK", 2)
+    assert medoid(VECTORS["travel"], IDS["travel"]) == 1
+    assert medoid(np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.1]]), ["a", "b", "c"]) == 1
+    # 5 rows, 3 blocks: (0.8, 0.6) has the highest mean similarity to the other four
+    five = np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.6], [0.6, 0.8], [2.0, 0.0]])
+    assert medoid(five, ["a", "b", "c", "d", "e"]) == 2
 
 
 def test_shorten_at_a_word_boundary() -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "lock_agent_state",
     "mark_incidents_published",
     "mark_published",
+    "question_vectors",
     "queue_incidents",
     "queue_priors",
     "rated_answers",
@@ -214,58 +215,103 @@ async def upsert_cases(conn: asyncpg.Connection, rows: Sequence[CaseRow]) -> Non
 class ReclusterInput:
     """An agent's recent cases, newest first (arrays aligned by row).
 
+    Only what re-clustering and ranking read of every case; the rest (answers, comments,
+    cached question vectors) is read for the few shortlisted cases (:func:`case_details`,
+    :func:`question_vectors`).
+
     Attributes:
-        case_ids, cluster_ids, questions, comments, confidences, evidence, occurred_at: per case.
+        case_ids, cluster_ids, questions, confidences, evidence, occurred_at: per case.
         embeddings: ``(n, d)`` float32 unit vectors.
-        question_embeddings: per case, stored question vector bytes or ``None``.
     """
 
     case_ids: list[UUID]
     cluster_ids: list[str | None]
     questions: list[str | None]
-    comments: list[str | None]
     confidences: list[float]
     evidence: list[int]
     occurred_at: list[datetime]
     embeddings: np.ndarray
-    question_embeddings: list[bytes | None]
 
     def __len__(self) -> int:
         """Number of cases."""
         return len(self.case_ids)
 
 
-async def load_recluster_input(
-    conn: asyncpg.Connection, agent_id: str, *, model: str, window_days: int, limit: int,
-) -> ReclusterInput:
-    """The agent's cases embedded by ``model`` within ``window_days`` of its newest case (event
-    time), newest first, at most ``limit``."""
-    rows = await conn.fetch(
-        """
-        SELECT case_id, cluster_id, question, comment, confidence,
-               cardinality(evidence_event_ids) AS evidence, occurred_at, dimension, embedding,
-               question_embedding
+#: Rows per fetch when an agent's cases are streamed (bounds the driver's buffered rows).
+LOAD_CHUNK = 2000
+
+_RECLUSTER_WHERE = """
         FROM triage_cases
         WHERE agent_id = $1 AND embedding_model = $2
           AND occurred_at >= (SELECT max(occurred_at) FROM triage_cases WHERE agent_id = $1)
                              - make_interval(days => $3)
-        ORDER BY occurred_at DESC, case_id
-        LIMIT $4
-        """,
-        agent_id, model, window_days, limit,
+"""
+
+
+async def load_recluster_input(
+    conn: asyncpg.Connection, agent_id: str, *, model: str, window_days: int, limit: int,
+    chunk: int = LOAD_CHUNK,
+) -> ReclusterInput:
+    """The agent's cases embedded by ``model`` within ``window_days`` of its newest case (event
+    time), newest first, at most ``limit``.
+
+    Streamed with a server-side cursor ``chunk`` rows at a time, each chunk's vectors copied
+    into one preallocated ``(n, d)`` float32 array: the driver never holds more than one
+    chunk of rows, and the vectors exist once (``docs/operations.md#soak``).
+
+    Raises:
+        StorageError: a stored embedding does not have the dimension of the others.
+    """
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        n, dim = await conn.fetchrow(
+            f"SELECT count(*)::int, max(dimension) FROM (SELECT dimension {_RECLUSTER_WHERE} "
+            "ORDER BY occurred_at DESC, case_id LIMIT $4) AS c",
+            agent_id, model, window_days, limit,
+        )
+        out = ReclusterInput([], [], [], [], [], [],
+                             np.empty((n, dim or 1), dtype=np.float32))
+        cur = await conn.cursor(
+            f"""
+            SELECT case_id, cluster_id, question, confidence,
+                   cardinality(evidence_event_ids) AS evidence, occurred_at, dimension,
+                   embedding
+            {_RECLUSTER_WHERE}
+            ORDER BY occurred_at DESC, case_id
+            LIMIT $4
+            """,
+            agent_id, model, window_days, limit,
+        )
+        row = 0
+        while row < n:
+            rows = await cur.fetch(min(chunk, n - row))
+            if not rows:
+                break
+            for r in rows:
+                out.case_ids.append(r["case_id"])
+                out.cluster_ids.append(r["cluster_id"])
+                out.questions.append(r["question"])
+                out.confidences.append(r["confidence"])
+                out.evidence.append(r["evidence"] or 1)
+                out.occurred_at.append(r["occurred_at"])
+            out.embeddings[row:row + len(rows)] = from_bytes([r["embedding"] for r in rows], dim)
+            row += len(rows)
+    if row != n:  # cannot happen in one repeatable-read snapshot; never return junk rows
+        raise StorageError(f"expected {n} cases of {agent_id} in one snapshot, read {row}")
+    return out
+
+
+async def question_vectors(
+    conn: asyncpg.Connection, case_ids: Sequence[UUID], dimension: int
+) -> dict[UUID, np.ndarray]:
+    """``case_id -> stored question vector`` of the given cases that have a valid one (a
+    vector of another dimension, e.g. from another model, counts as none)."""
+    rows = await conn.fetch(
+        "SELECT case_id, question_embedding FROM triage_cases "
+        "WHERE case_id = ANY($1::uuid[]) AND octet_length(question_embedding) = $2",
+        list(case_ids), 4 * dimension,
     )
-    dim = rows[0]["dimension"] if rows else 1
-    return ReclusterInput(
-        case_ids=[r["case_id"] for r in rows],
-        cluster_ids=[r["cluster_id"] for r in rows],
-        questions=[r["question"] for r in rows],
-        comments=[r["comment"] for r in rows],
-        confidences=[r["confidence"] for r in rows],
-        evidence=[r["evidence"] or 1 for r in rows],
-        occurred_at=[r["occurred_at"] for r in rows],
-        embeddings=from_bytes([r["embedding"] for r in rows], dim),
-        question_embeddings=[r["question_embedding"] for r in rows],
-    )
+    return {r["case_id"]: np.frombuffer(r["question_embedding"], dtype="<f4").astype(np.float32)
+            for r in rows}
 
 
 async def set_case_clusters(
@@ -515,19 +561,24 @@ async def save_agent_state(
 
 
 async def agents_due(
-    pool: asyncpg.Pool, *, every: int, interval_s: float
+    pool: asyncpg.Pool, *, every: int, interval_s: float, growth: float = 0.0
 ) -> list[str]:
-    """Agents with new cases whose re-clustering is due: at least ``every`` new cases, or any
-    new case and no run within ``interval_s`` seconds."""
+    """Agents with new cases whose re-clustering is due: at least ``max(every, growth *
+    clustered)`` new cases (``clustered``: the sum of the agent's cluster sizes;
+    ``docs/review.md#re-clustering``), or any new case and no run within ``interval_s``
+    seconds."""
     with store_errors("listing agents due for re-clustering"):
         rows = await pool.fetch(
             """
-            SELECT agent_id FROM triage_agents
-            WHERE new_cases >= $1 OR (new_cases > 0 AND (last_reclustered_at IS NULL
-                  OR last_reclustered_at < now() - make_interval(secs => $2)))
-            ORDER BY agent_id
+            SELECT a.agent_id FROM triage_agents a
+            LEFT JOIN (SELECT agent_id, sum(size) AS clustered FROM clusters
+                       GROUP BY agent_id) c ON c.agent_id = a.agent_id
+            WHERE a.new_cases >= greatest($1::float8, $3::float8 * coalesce(c.clustered, 0))
+               OR (a.new_cases > 0 AND (a.last_reclustered_at IS NULL
+                   OR a.last_reclustered_at < now() - make_interval(secs => $2)))
+            ORDER BY a.agent_id
             """,
-            every, interval_s,
+            every, interval_s, growth,
         )
     return [r["agent_id"] for r in rows]
 
