@@ -22,6 +22,8 @@ Contract (bad input: ``docs/operations.md#bounded-work-per-request``):
 
 Every request needs an API key allowed to send the batch's agents, within the key's rate
 (``services/ingest/auth.py``; ``docs/security.md#api-keys``): ``401`` / ``403`` / ``429``.
+``X-Forwarded-For`` names the client only when the socket's peer is one of
+``ingest.trusted_proxies`` (none by default; ``docs/security.md#client-address``).
 With ``ingest.redact_pii`` on, e-mail addresses, phone numbers and similar identifiers in the
 events' text are masked before publishing (``docs/security.md#redaction``).
 
@@ -39,9 +41,11 @@ from typing import Any
 
 import asyncpg
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from evalloop.adapters.bus import Bus
 from evalloop.adapters.event_store import check_storable
@@ -297,12 +301,18 @@ def build_http_app(
             app.state.bus = None
             await producer.stop()
 
+    # The client address the failed-auth limit counts (docs/security.md#client-address): the
+    # socket's peer, or, when the peer is a trusted proxy, the nearest address in
+    # X-Forwarded-For that is not one (uvicorn's middleware, read from the right).
+    trusted = settings.ingest.trusted_proxies
     app = Starlette(
         routes=[
             Route("/v1/events", post_events, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
         ],
+        middleware=[Middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)] if trusted
+        else [],
         lifespan=lifespan,
     )
     app.state.bus = bus

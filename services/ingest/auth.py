@@ -9,7 +9,10 @@ Order of checks for ``POST /v1/events`` (the body is not read before the first t
 2. once a client address has sent more than ``ingest.auth_failure_limit`` such requests
    (moving window), its requests without a valid key get ``429 too_many_failed_attempts``
    instead, so keys cannot be guessed at speed; a request carrying a valid key is never
-   refused by this limit (a proxy or NAT shared with a guesser keeps working);
+   refused by this limit (a proxy or NAT shared with a guesser keeps working;
+   ``docs/security.md#rate-limits``). The client address is the socket's peer;
+   ``X-Forwarded-For`` counts only when that peer is one of ``ingest.trusted_proxies``
+   (``docs/security.md#client-address``), so a forged header cannot buy a fresh budget;
 3. the key's rate (its own ``rate_limit`` or ``ingest.rate_limit``; ``limits`` moving window,
    one request = one hit) -> ``429 rate_limited`` with ``Retry-After`` seconds;
 4. after parsing: every record's ``agent_id`` must be in the key's allowlist, else

@@ -7,10 +7,10 @@ seed's rule (named in the field's description) or a measured, documented choice.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from evalloop.core.redaction import is_loopback, known_default_password, redact_url
 from evalloop.errors import ConfigError
@@ -154,6 +154,12 @@ class IngestSettings(BaseModel):
     auth_failure_limit: str = Field(
         "20/minute", description="requests with a missing or bad key per client address"
     )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="IP addresses or networks (CIDR) of the reverse "
+        "proxies whose X-Forwarded-For names the client (docs/security.md#client-address); "
+        "empty (default) = none: the socket's peer address is the client. Environment: "
+        "comma-separated, e.g. EVALLOOP_INGEST__TRUSTED_PROXIES=10.0.0.5,10.1.0.0/16"
+    )
     rate_limit_storage: str = Field(
         "async+memory://", description="``limits`` storage URI (async+redis://... to share "
         "one window between ingest replicas)"
@@ -188,8 +194,37 @@ class IngestSettings(BaseModel):
 
     def uvicorn_limits(self) -> dict[str, object]:
         """Keyword arguments of ``uvicorn.Config`` that bound a request head (h11 parser, so
-        installing httptools changes nothing): ``docs/security.md#api-keys``."""
-        return {"http": "h11", "h11_max_incomplete_event_size": self.max_header_bytes}
+        installing httptools changes nothing): ``docs/security.md#api-keys``; and
+        ``proxy_headers=False``: the app alone decides which ``X-Forwarded-For`` to believe
+        (``ingest.trusted_proxies``, ``docs/security.md#client-address``)."""
+        return {"http": "h11", "h11_max_incomplete_event_size": self.max_header_bytes,
+                "proxy_headers": False}
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, value: object) -> object:
+        """Split a comma-separated string (the environment's form) and check every entry is
+        an IP address or network (``docs/security.md#client-address``).
+
+        Raises:
+            ConfigError: an entry that is neither (``*`` included: trusting every peer would
+                let any client choose its own address).
+        """
+        import ipaddress
+
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list | tuple):
+            return value
+        for entry in value:
+            try:
+                ipaddress.ip_network(str(entry), strict=True)
+            except ValueError as exc:
+                raise ConfigError(
+                    "ingest.trusted_proxies: expected IP addresses or networks such as "
+                    f"'10.0.0.5' or '10.1.0.0/16', got {entry!r} ({exc})"
+                ) from exc
+        return [str(entry) for entry in value]
 
     @field_validator("rate_limit", "auth_failure_limit")
     @classmethod

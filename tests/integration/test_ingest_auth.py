@@ -17,8 +17,10 @@ import pytest
 import uvicorn
 
 from evalloop.adapters.bus import InProcessBus
+from evalloop.adapters.http_server import http_options
 from evalloop.adapters.key_store import create_key, list_keys, revoke_key
 from evalloop.core.apikeys import new_token
+from evalloop.errors import ConfigError
 from evalloop.settings import IngestSettings, Settings
 from evalloop.topics import Topics
 from services.ingest.app import build_http_app
@@ -280,3 +282,103 @@ async def _outcome(base: str, headers: dict[str, str]) -> str:
         except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError):
             return "connection closed"
     return str(r.status_code)
+
+
+# ------------------------------------------------- client address (docs/security.md#client-address)
+
+
+@contextlib.asynccontextmanager
+async def served(pool: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """Ingest behind a real uvicorn socket on 127.0.0.1, started with the options every
+    evalloop entry point uses (``http_options("ingest", ...)``)."""
+    port = _free_port()
+    server = _Server(uvicorn.Config(build_http_app(settings, bus=InProcessBus(), pool=pool),
+                                    host="127.0.0.1", port=port, log_level="critical",
+                                    lifespan="off", **http_options("ingest", settings)))
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(server.serve())
+        while not server.started:  # noqa: ASYNC110 (uvicorn has no started event)
+            await asyncio.sleep(0.01)
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+                yield c
+        finally:
+            server.should_exit = True
+
+
+def guess(n: int, forwarded_for: str | None = None) -> dict[str, str]:
+    headers = bearer(f"evl_000000000000_guess{n}")
+    if forwarded_for is not None:
+        headers["X-Forwarded-For"] = forwarded_for
+    return headers
+
+
+def locked_message(client: str, response: httpx.Response, limit: str) -> str:
+    return (f"more than {limit} requests without a valid API key from {client}; "
+            f"wait {response.headers['retry-after']} s")
+
+
+async def test_forged_forwarded_for_from_loopback_buys_no_fresh_budget(
+    pool: asyncpg.Pool,
+) -> None:
+    token, _ = await create_key(pool, "real", agent_ids=None)
+    settings = ingest_settings(auth_failure_limit="20/minute")  # no trusted proxy (default)
+    async with served(pool, settings) as c:
+        guesses = [await c.post("/v1/events", json={}, headers=guess(i, f"10.9.{i}.1"))
+                   for i in range(1, 26)]
+        valid = await c.post("/v1/events", json=event(1),
+                             headers=bearer(token.token) | {"X-Forwarded-For": "10.9.99.1"})
+    assert [r.status_code for r in guesses] == [401] * 20 + [429] * 5
+    last = guesses[-1]
+    assert 1 <= int(last.headers["retry-after"]) <= 60
+    assert last.json() == {"error": "too_many_failed_attempts",
+                           "message": locked_message("127.0.0.1", last, "20/minute")}
+    # a valid key from the locked-out address is admitted (docs/security.md#rate-limits)
+    assert (valid.status_code, valid.json()) == (202, {"accepted": [EID.format(1)]})
+
+
+async def test_a_trusted_proxy_names_the_client_read_from_the_right(pool: asyncpg.Pool) -> None:
+    token, _ = await create_key(pool, "real", agent_ids=None)
+    settings = ingest_settings(auth_failure_limit="3/minute", trusted_proxies=["127.0.0.0/8"])
+    async with served(pool, settings) as c:
+        async def status(headers: dict[str, str]) -> int:
+            return (await c.post("/v1/events", json={}, headers=headers)).status_code
+
+        a = [await status(guess(i, "10.9.1.1")) for i in range(4)]
+        b = await status(guess(10, "10.9.2.1"))  # another client behind the proxy: own budget
+        # the client forges a first entry, the proxy appends the address it saw: the
+        # rightmost address that is not a trusted proxy is the client
+        forged = await c.post("/v1/events", json={}, headers=guess(11, "10.9.2.1, 10.9.1.1"))
+        # a chain of two trusted proxies: the client is the first untrusted from the right
+        two_hops = await c.post("/v1/events", json={},
+                                headers=guess(12, "10.9.1.1, 127.0.0.2"))
+        proxy_itself = await status(guess(13))  # no header: the proxy's own address counts
+        valid = await c.post("/v1/events", json=event(2),
+                             headers=bearer(token.token) | {"X-Forwarded-For": "10.9.1.1"})
+    assert a == [401, 401, 401, 429]
+    assert b == 401
+    assert forged.status_code == 429
+    assert forged.json()["message"] == locked_message("10.9.1.1", forged, "3/minute")
+    assert two_hops.status_code == 429
+    assert two_hops.json()["message"] == locked_message("10.9.1.1", two_hops, "3/minute")
+    assert proxy_itself == 401
+    assert (valid.status_code, valid.json()) == (202, {"accepted": [EID.format(2)]})
+
+
+def test_trusted_proxies_setting() -> None:
+    assert IngestSettings().trusted_proxies == []
+    assert IngestSettings(trusted_proxies="10.0.0.5, 10.1.0.0/16,::1").trusted_proxies == [
+        "10.0.0.5", "10.1.0.0/16", "::1"]
+    with pytest.raises(ConfigError) as star:
+        IngestSettings(trusted_proxies=["*"])
+    assert str(star.value) == (
+        "ingest.trusted_proxies: expected IP addresses or networks such as '10.0.0.5' or "
+        "'10.1.0.0/16', got '*' ('*' does not appear to be an IPv4 or IPv6 network)")
+    with pytest.raises(ConfigError) as host_bits:
+        IngestSettings(trusted_proxies=["10.0.0.1/8"])
+    assert str(host_bits.value) == (
+        "ingest.trusted_proxies: expected IP addresses or networks such as '10.0.0.5' or "
+        "'10.1.0.0/16', got '10.0.0.1/8' (10.0.0.1/8 has host bits set)")
+    # uvicorn itself must not rewrite the client: it would trust any loopback sender
+    assert http_options("ingest", Settings())["proxy_headers"] is False
+    assert IngestSettings().uvicorn_limits()["proxy_headers"] is False

@@ -102,8 +102,10 @@ def uvicorn_options(service: str, *, head_timeout_s: float,
 
 def http_options(name: str, settings: Settings) -> dict[str, Any]:
     """:func:`uvicorn_options` of the HTTP service ``name`` from ``settings``: ``"web"`` gets
-    ``web.head_timeout_s``; ``"ingest"`` gets ``ingest.head_timeout_s`` and
-    ``ingest.max_header_bytes`` (``docs/security.md#api-keys``).
+    ``web.head_timeout_s``; ``"ingest"`` gets ``ingest.head_timeout_s``,
+    ``ingest.max_header_bytes`` (``docs/security.md#api-keys``) and ``proxy_headers=False``:
+    uvicorn would otherwise believe any ``X-Forwarded-For`` sent from loopback, and ingest's
+    app reads it only from ``ingest.trusted_proxies`` (``docs/security.md#client-address``).
 
     Raises:
         ValueError: ``name`` is neither ``"ingest"`` nor ``"web"``.
@@ -112,5 +114,6 @@ def http_options(name: str, settings: Settings) -> dict[str, Any]:
         return uvicorn_options("web", head_timeout_s=settings.web.head_timeout_s)
     if name == "ingest":
         return uvicorn_options("ingest", head_timeout_s=settings.ingest.head_timeout_s,
-                               max_header_bytes=settings.ingest.max_header_bytes)
+                               max_header_bytes=settings.ingest.max_header_bytes) \
+            | {"proxy_headers": False}
     raise ValueError(f"expected an HTTP service, 'ingest' or 'web'; got {name!r}")
