@@ -203,8 +203,8 @@ class IngestSettings(BaseModel):
     @field_validator("trusted_proxies", mode="before")
     @classmethod
     def _proxies(cls, value: object) -> object:
-        """Split a comma-separated string (the environment's form) and check every entry is
-        an IP address or network (``docs/security.md#client-address``).
+        """Split a comma-separated string or a JSON list (the environment's forms) and check
+        every entry is an IP address or network (``docs/security.md#client-address``).
 
         Raises:
             ConfigError: an entry that is neither (``*`` included: trusting every peer would
@@ -213,7 +213,16 @@ class IngestSettings(BaseModel):
         import ipaddress
 
         if isinstance(value, str):
-            value = [part.strip() for part in value.split(",") if part.strip()]
+            if value.lstrip().startswith("["):  # a JSON list, the other form pydantic reads
+                import json
+
+                try:
+                    value = json.loads(value)
+                except ValueError as exc:
+                    raise ConfigError("ingest.trusted_proxies: expected a JSON list or "
+                                      f"comma-separated addresses, got {value!r}") from exc
+            else:
+                value = [part.strip() for part in value.split(",") if part.strip()]
         if not isinstance(value, list | tuple):
             return value
         for entry in value:

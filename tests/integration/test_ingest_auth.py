@@ -369,6 +369,7 @@ def test_trusted_proxies_setting() -> None:
     assert IngestSettings().trusted_proxies == []
     assert IngestSettings(trusted_proxies="10.0.0.5, 10.1.0.0/16,::1").trusted_proxies == [
         "10.0.0.5", "10.1.0.0/16", "::1"]
+    assert IngestSettings(trusted_proxies='["10.0.0.5"]').trusted_proxies == ["10.0.0.5"]
     with pytest.raises(ConfigError) as star:
         IngestSettings(trusted_proxies=["*"])
     assert str(star.value) == (
