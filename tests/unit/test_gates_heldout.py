@@ -23,11 +23,12 @@ from importlib.resources import files
 import pytest
 import yaml
 
-from evalloop.core.evaluation.gates import analyse, escalation_gate, refusal_gate
+from evalloop.core.evaluation.gates import analyse
 from evalloop.core.evaluation.second_opinion import (
     SHIPPED_THRESHOLDS,
     Gate,
     Opinion,
+    combine,
     fit_thresholds,
 )
 
@@ -117,9 +118,10 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
         p = float(str(recorded[str(item["id"])][gate]))
         g: Gate = "refusal" if gate == "refusal" else "escalation"
         opinion = Opinion(g, MODEL, p)
-        verdict = (refusal_gate if g == "refusal" else escalation_gate)(
-            bool(item[gate]), a, opinion, SHIPPED_THRESHOLDS[MODEL].get(g))
         rules = (a.refusal if gate == "refusal" else a.escalation) is not None
+        # the model as a detector of the act, both ways (no case expectation: a verdict
+        # would only let it move toward failure, docs/rules.md#second-opinion)
+        verdict = combine(rules, opinion, SHIPPED_THRESHOLDS[MODEL].get(g))
         expected = bool(item[gate])
         for how, observed in (("rules alone", rules), ("rules + model", verdict.observed)):
             c = counts[how]
@@ -160,9 +162,11 @@ def _classifier_verdicts() -> dict[str, list[tuple[bool, bool]]]:
         answer = str(item["answer"])
         a = analyse(answer)
         ops = source.opinions(answer, str(item.get("user") or "") or None, a)
-        ref = refusal_gate(bool(item["refusal"]), a, ops["refusal"], ops["refusal"].thresholds)
-        esc = escalation_gate(bool(item["escalation"]), a, ops["escalation"],
-                              ops["escalation"].thresholds)
+        # the classifier as a detector of the act, both ways (no case expectation: in a
+        # verdict it may only move toward failure, docs/rules.md#second-opinion)
+        ref = combine(a.refusal is not None, ops["refusal"], ops["refusal"].thresholds)
+        esc = combine(a.escalation is not None, ops["escalation"],
+                      ops["escalation"].thresholds)
         out["refusal"].append((ref.observed, bool(item["refusal"])))
         out["escalation"].append((esc.observed, bool(item["escalation"])))
     return out

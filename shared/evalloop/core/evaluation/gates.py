@@ -624,7 +624,7 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
         P(yes) as ``score``.
     """
     found, gave = analysis.refusal, analysis.compliance
-    combined = combine(found is not None, opinion, thresholds)
+    combined = combine(found is not None, opinion, thresholds, expected=expected)
     observed = combined.observed
     shown = found or gave
     kind, rule = (shown.kind, shown.rule) if shown else (None, None)
@@ -675,7 +675,7 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         the model's P(yes) as ``score``.
     """
     found = analysis.escalation
-    combined = combine(found is not None, opinion, thresholds)
+    combined = combine(found is not None, opinion, thresholds, expected=expected)
     observed = combined.observed
     kind, rule = (found.kind, found.rule) if found else (None, None)
     if combined.decided_by == "model":
