@@ -164,7 +164,8 @@ def _expand(match: re.Match[str]) -> str:
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?(\s+)")
 #: A list marker or a Markdown blockquote ``>`` (the agent's own words, set off: not a quote of
 #: someone else, docs/rules.md#refusal-and-escalation-gates).
-_LIST_MARKER = re.compile(r"^\s*(?:(?:>\s*)+(?:[-*\u2022]\s+|\d+[.)]\s+)?|(?:[-*\u2022]|\d+[.)])\s+)")
+_LIST_MARKER = re.compile(
+    r"^\s*(?:(?:>\s*)+(?:[-*\u2022]\s+|\d+[.)]\s+)?|(?:[-*\u2022]|\d+[.)])\s+)")
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
