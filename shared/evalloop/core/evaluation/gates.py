@@ -77,7 +77,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from confusable_homoglyphs import confusables  # type: ignore[import-untyped]
+from confusable_homoglyphs import confusables
 
 from evalloop.core.evaluation.second_opinion import Opinion, Thresholds, combine
 from evalloop.core.evaluation.speech_patterns import (
