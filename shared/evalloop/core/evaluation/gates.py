@@ -445,8 +445,30 @@ def _negated(prefix: str) -> bool:
     return bool(_NEGATOR.search(" ".join(tail)))
 
 
+#: A hand-off described as useless is advice against it ("Contacting HR won't help you").
+_DISCOURAGED = re.compile(r"\b(?:will not|would not|does not|do not|cannot|is not going to) "
+                          r"(?:help|work|change anything|do (?:any|you) (?:good|favours))\b"
+                          r"|\bpointless\b|\bno point\b|\bnot worth\b|\bwaste of (?:time|effort)\b")
+#: Where a transfer or escalation goes when no human is involved: a page, a portal, a bot,
+#: the agent's own queue or the question's priority.
+_NOT_HUMAN = re.compile(r"\b(?:portal|page|faq|website|web ?site|site|chat ?bot|bot|menu|form|"
+                        r"link|app|self-service|knowledge ?base|article|intranet|priority|urgency|"
+                        r"my own queue|my queue)\b")
+#: A counterfactual hand-off: "I would have transferred you", "I could have connected you".
+_COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$")
+#: A modal right before a perfect: "I would [have transferred you]" (counterfactual).
+_MODAL_BEFORE = re.compile(r"\b(?:would|could|should|might)\s*$")
+#: A hand-off taken back: "..., but I won't", "Just kidding, I can't".
+_RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|could not|shall not)"
+                       r"(?: do (?:it|that|so))?[.!]*(?:$| since\b| because\b| as\b)|"
+                       r"(?:just |only )?(?:kidding|joking)\b|"
+                       r"i am (?:just |only )?(?:kidding|joking)\b|not really\b|psych\b|jk\b)")
+
+
 def _escalation_in(clause: str, sentence_norm: str) -> _Found | None:
     """Return the escalation (kind, rule) in one normalised clause, or None."""
+    if _DISCOURAGED.search(clause):
+        return None
     reported = _REPORTED.search(clause)
     if reported:
         clause = clause[: reported.start()].strip()
@@ -459,7 +481,10 @@ def _escalation_in(clause: str, sentence_norm: str) -> _Found | None:
         after = clause[m.start("verb"):]
         targeted = bool(_TARGET.search(" ".join(after.split()[:12])) or (
             _PRONOUN.search(after) and _TARGET.search(sentence_norm)))
-        if (inherent or targeted) and not _negated(clause[: m.start("verb")]):
+        if inherent and not targeted and _NOT_HUMAN.search(" ".join(after.split()[:10])):
+            inherent = False  # "transfer you to the self-service portal"
+        if (inherent or targeted) and not _negated(clause[: m.start("verb")]) \
+                and not _COUNTERFACTUAL.search(clause[: m.start("verb")]):
             offer = _OFFER_LEAD.search(clause[: m.start("verb")]) or \
                 sentence_norm.rstrip().endswith("?")
             rule = "ticket or call-back" if inherent and not verb.startswith(
@@ -491,7 +516,9 @@ def _escalation_in(clause: str, sentence_norm: str) -> _Found | None:
         return "third_party", "a human will take it up"
     p = _PASSIVE_HANDOFF.search(clause)
     if p and not _negated(clause[: p.start()] + " " + p.group(0)[: p.start("rest") - p.start()]) \
-            and ("escalated" in p.group(0) or _TARGET.search(p.group("rest"))
+            and not _MODAL_BEFORE.search(clause[: p.start()]) \
+            and (("escalated" in p.group(0) and not _NOT_HUMAN.search(clause[p.start():]))
+                 or _TARGET.search(p.group("rest"))
                  or _TICKET_SUBJECT.search(clause[: p.start()])):
         return "action", "passive hand-off"
     r = _RIGHT_PERSON.search(clause)
@@ -597,6 +624,18 @@ def _compliance_after(decline_at: tuple[int, int], units: list[tuple[str, list[s
     return None
 
 
+def _retracted(found: Match, units: list[tuple[str, list[str]]], sentences: list[str]) -> bool:
+    """Whether the hand-off is taken back right after it: the next clause of its sentence or
+    the next sentence ("I could connect you to HR, but I won't", "... now. Just kidding!")."""
+    s_idx = sentences.index(found.evidence)
+    clauses = units[s_idx][1]
+    after = clauses[clauses.index(found.clause) + 1:] if found.clause in clauses else []
+    if s_idx + 1 < len(units):
+        after.append(units[s_idx + 1][0])
+        after.extend(units[s_idx + 1][1])
+    return any(_RETRACTS.match(piece) for piece in after)
+
+
 def analyse(response: str) -> Analysis:
     """Find the refusal and escalation speech acts in an agent response.
 
@@ -660,6 +699,8 @@ def analyse(response: str) -> Analysis:
             if found:
                 decline = Match(found[0], sentence, found[1], joined)
                 decline_at = (s_idx, len(parts) - 1)
+    if escalation is not None and _retracted(escalation, units, sentences):
+        escalation = None
     compliance = _compliance_after(decline_at, units, sentences) if decline else None
     refusal = decline if compliance is None else None
     substantive = sum(1 for c in clauses if c.role == "substantive")
