@@ -670,11 +670,17 @@ def analyse(response: str) -> Analysis:
         units.append((norm, parts))
         if escalation is None and hand_off_possible and _joining(norm):
             escalation = Match("third_party", sentence, "joining the conversation", norm)
+        prev_esc: _Found | None = None
+        declined_hand_off = False
         for c_idx, clause in enumerate(parts):
             role: Literal["decline", "escalation", "courtesy", "substantive"]
             esc = _escalation_in(clause, norm) if hand_off_possible else None
             dec = _decline_in(clause, norm, hinted=clause == norm, hedged=hedged) \
                 if decline_possible else None
+            if prev_esc and _RETRACTS.match(clause):
+                dec = None  # "I could connect you to HR, but I won't": a declined hand-off
+                declined_hand_off = True
+            prev_esc = esc
             if esc:
                 role = "escalation"
                 if escalation is None:
@@ -693,7 +699,7 @@ def analyse(response: str) -> Analysis:
                     role = "escalation"  # details of the hand-off just made, not an answer
             clauses.append(Clause(clause, role))
         # a sentence-level decline split apart by clause commas ("I can't, sorry, share that")
-        if decline is None and decline_possible and "," in norm:
+        if decline is None and decline_possible and "," in norm and not declined_hand_off:
             joined = " ".join(norm.replace(",", " ").split())
             found = _decline_in(joined, norm)
             if found:
