@@ -4,7 +4,8 @@
 decline-then-comply, terse declines, escalations, refusal + escalation, near-misses of both),
 each labelled ``is_refusal`` / ``is_escalation`` by the definitions in
 ``docs/rules.md#refusal-and-escalation-gates``, in splits ``tuning``, ``holdout``, ``holdout2``,
-``tuning2``, ``tuning3`` and ``tuning4`` (a tester's false PASSes). Every split has been tuned on by now, so this file is a **regression suite**:
+``tuning2``, ``tuning3`` and ``tuning4`` (a tester's false PASSes). Every split has been
+tuned on by now, so this file is a **regression suite**:
 the bar is 1.0 -- any item the rules get wrong fails the test with its id and text. How the
 gates do on answers nobody tuned for is measured on the frozen held-out corpus
 (``tests/unit/test_gates_heldout.py``).
