@@ -37,8 +37,11 @@ HELDOUT = yaml.safe_load(RAW.decode("utf-8"))["items"]
 SHA256 = "4cb94e03cc7b6ce27e6fd6518deba25740b94f48530aceda35d44688436f1b97"
 BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 
-#: Measured once with the rules alone (true positives, false positives, false negatives).
-RULES_ONLY = {"refusal": (66, 20, 19), "escalation": (48, 0, 36)}
+#: Measured once with the rules alone (true positives, false positives, false negatives), the
+#: runner's default. Refusal was (66, 20, 19) before the rules learnt the tester's
+#: decline-then-comply kinds (leak before the decline, stated figures, data as a table/JSON,
+#: control characters, look-alike letters); measured once after them, not tuned on.
+RULES_ONLY = {"refusal": (66, 18, 19), "escalation": (48, 0, 36)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -136,14 +139,15 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
 
 
 # ---------------------------------------------------------------- rules + gate classifier
-# The runner's default second opinion (docs/rules.md#second-opinion): MiniLM + a logistic
+# The opt-in second opinion (docs/rules.md#second-opinion): MiniLM + a logistic
 # head trained on corpus.yaml, train_a.yaml and train_b.yaml, features, C and thresholds chosen
 # by cross-corpus validation on those only. Measured on all 282 held-out items once, after the
 # design was committed; pinned exactly, never tuned on.
-#: (true positives, false positives, false negatives) with the shipped classifier, measured
-#: once: refusal recall 0.776 -> 0.894 at precision 0.767 -> 0.760; escalation recall
-#: 0.571 -> 0.738 at precision 1.000 -> 0.925. The bar is not met.
-WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (76, 24, 9),
+#: (true positives, false positives, false negatives) with the shipped classifier as a detector
+#: of the act (overruling both ways; in a verdict it may only move toward failure), measured
+#: once with the current rules: refusal recall 0.776 -> 0.894 at precision 0.786 -> 0.768;
+#: escalation recall 0.571 -> 0.738 at precision 1.000 -> 0.925. The bar is not met.
+WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (76, 23, 9),
                                                     "escalation": (62, 5, 22)}
 
 
