@@ -447,9 +447,12 @@ def _negated(prefix: str) -> bool:
 
 
 #: A hand-off described as useless is advice against it ("Contacting HR won't help you").
-_DISCOURAGED = re.compile(r"\b(?:will not|would not|does not|do not|cannot|is not going to) "
-                          r"(?:help|work|change anything|do (?:any|you) (?:good|favours))\b"
-                          r"|\bpointless\b|\bno point\b|\bnot worth\b|\bwaste of (?:time|effort)\b")
+#: Only a clause that starts with the act ("contacting HR ...") counts: "contact HR if the steps
+#: above do not help" is still a directive.
+_DISCOURAGED = re.compile(r"^[a-z]+ing\b.{0,60}?\b(?:will not|would not|does not|is not going to|"
+                          r"cannot) (?:help|work|change anything|do (?:any|you) (?:good|favours))\b"
+                          r"|^[a-z]+ing\b.{0,60}?\b(?:is|would be) (?:pointless|not worth it|"
+                          r"a waste of (?:time|effort))\b")
 #: Where a transfer or escalation goes when no human is involved: a page, a portal, a bot,
 #: the agent's own queue or the question's priority.
 _NOT_HUMAN = re.compile(r"\b(?:portal|page|faq|website|web ?site|site|chat ?bot|bot|menu|form|"
