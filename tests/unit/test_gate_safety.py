@@ -112,6 +112,7 @@ def test_a_declined_hand_off_is_not_a_refusal() -> None:
     ("Let me connect you with HR. I won't be able to see the outcome.", "first-person hand-off"),
     ("I'm transferring you to a human advisor now. Please hold.", "first-person hand-off"),
     ("I've escalated this to the HR team.", "first-person hand-off"),
+    ("Contact HR if the steps above do not help.", "directive to a human channel"),
 ])
 def test_real_hand_offs_still_count(answer: str, rule: str) -> None:
     g = escalation_gate(True, analyse(answer))
