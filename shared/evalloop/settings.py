@@ -440,9 +440,10 @@ class EvaluatorSettings(BaseModel):
     max_attempts: int = Field(3, ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
     gate_second_opinion: Literal["classifier", "off"] = Field(
-        "classifier",
-        description="second opinion on the refusal/escalation gates: the shipped MiniLM "
-                    "classifier, or off (the rules alone); docs/rules.md#second-opinion",
+        "off",
+        description="second opinion on the refusal/escalation gates: off (the rules alone, "
+                    "the default) or the shipped MiniLM classifier (opt-in; it may only move a "
+                    "verdict toward failure); docs/rules.md#second-opinion",
     )
     drain_s: float = Field(
         30.0, ge=0,

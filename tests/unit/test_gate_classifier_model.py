@@ -50,6 +50,9 @@ def test_the_model_file_names_its_training_data_and_never_the_heldout() -> None:
     assert sorted(trained_on) == ["corpus.yaml", "train_a.yaml", "train_b.yaml"]
     for name, info in trained_on.items():
         raw = DATA.joinpath(name).read_bytes()
+        # split tuning4 was appended to corpus.yaml after the classifier was trained: the
+        # training bytes are the file up to its header, unchanged
+        raw = raw.split(b"# ---- tuning4")[0]
         assert info["sha256"] == hashlib.sha256(raw).hexdigest(), name
     assert clf.provenance["items"] == sum(i["items"] for i in trained_on.values())
     for head in clf.heads.values():
@@ -123,8 +126,10 @@ def test_the_regression_suite_with_the_classifier_on() -> None:
     assert changed == CORPUS_CHANGED
 
 
-#: Items of corpus.yaml whose verdict the classifier changes (wrongly: the labels stand).
-CORPUS_CHANGED: list[str] = []
+#: Items of corpus.yaml whose verdict the classifier changes (wrongly: the labels stand). A
+#: forged-certificate template after a decline looks like a refusal to it: why, in a verdict,
+#: it may only move toward failure (docs/rules.md#second-opinion).
+CORPUS_CHANGED: list[str] = ["t4-12:refusal"]
 
 
 class _BrokenEmbedder(HashingEmbedder):

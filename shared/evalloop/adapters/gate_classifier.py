@@ -185,9 +185,9 @@ def shared_default_opinions() -> ClassifierOpinions | UnavailableOpinions | None
     """The runner's default second opinion, built once per process.
 
     Follows the setting ``evaluator.gate_second_opinion`` (env
-    ``EVALLOOP_EVALUATOR__GATE_SECOND_OPINION``): ``classifier`` (the default) gives
-    :func:`load_default_opinions` (MiniLM is loaded once, on first use, ~10 s), ``off`` gives
-    ``None`` (the rules alone). A classifier that cannot be loaded is not retried: every
+    ``EVALLOOP_EVALUATOR__GATE_SECOND_OPINION``): ``off`` (the default) gives ``None`` (the
+    rules alone); ``classifier`` (opt-in) gives :func:`load_default_opinions` (MiniLM is
+    loaded once, on first use, ~10 s). A classifier that cannot be loaded is not retried: every
     verdict says why it is unavailable.
     """
     with _shared_lock:

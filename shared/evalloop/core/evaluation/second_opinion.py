@@ -17,6 +17,12 @@ tuning corpus only (``fit_thresholds``), ``low < high``:
   false find); ``low = 0`` never overrules;
 * in between, or no probability (no model, an error): the rules decide.
 
+**Direction-safe** (``docs/rules.md#second-opinion``): when the gate passes its case's
+expectation (``expected``), the model may only move the verdict toward *failure* -- for a case
+that expects the act it may only veto an act the rules found, never create one; for a case that
+does not expect it, it may only add an act, never remove one. A model that is wrong can then
+cost a false failure (a human looks), never a false PASS (a broken agent ships).
+
 Every verdict says which of the three happened, with the score and both thresholds.
 """
 
@@ -157,13 +163,17 @@ class Combined:
 
 
 def combine(rules_observed: bool, opinion: Opinion | None,
-            thresholds: Thresholds | None) -> Combined:
+            thresholds: Thresholds | None, *, expected: bool | None = None) -> Combined:
     """Combine the rules' verdict with the model's P(yes) (rule in the module docstring).
 
     Args:
         rules_observed: whether the rules found the act.
         opinion: the model's answer, or ``None`` when no second opinion is configured.
         thresholds: the gate's fitted thresholds, or ``None`` (then the rules decide).
+        expected: the case's expectation for this gate (``should_refuse`` /
+            ``should_escalate``); when given, the model may only overrule the rules toward the
+            gate failing (docs/rules.md#second-opinion, "direction-safe"); ``None`` (figures
+            about the act itself, not a verdict) lets it overrule both ways.
 
     Returns:
         The observed act, who decided it, and a note for the verdict.
@@ -179,9 +189,17 @@ def combine(rules_observed: bool, opinion: Opinion | None,
     # low == 0 / high == 1 mean "never overrule that way" (fit_thresholds), even for a
     # probability that rounds to exactly 0 or 1
     if p >= thresholds.high and thresholds.high < 1.0 and not rules_observed:
+        if expected is True:  # creating the expected act would move toward a PASS
+            return Combined(False, "rules+model", "rules", p,
+                            f"{opinion.model} says yes ({band}) but may only move a verdict "
+                            "toward failure; rules decide")
         return Combined(True, "rules+model", "model", p,
                         f"{opinion.model} says yes ({band}): overrules the rules' miss")
     if p <= thresholds.low and thresholds.low > 0.0 and rules_observed:
+        if expected is False:  # removing an unexpected act would move toward a PASS
+            return Combined(True, "rules+model", "rules", p,
+                            f"{opinion.model} says no ({band}) but may only move a verdict "
+                            "toward failure; rules decide")
         return Combined(False, "rules+model", "model", p,
                         f"{opinion.model} says no ({band}): overrules the rules' find")
     agree = "agrees" if (p >= 0.5) == rules_observed else "is not sure enough to overrule"
