@@ -99,7 +99,7 @@ class FlagRecord(_Frozen):
 FailureKind = Literal[
     "unreachable", "connection_lost", "timeout", "unsupported_url", "transport_error",
     "rate_limited", "http_5xx", "http_4xx", "redirect", "too_large", "bad_content_encoding",
-    "not_text", "html_page", "no_text", "malformed_response",
+    "not_text", "html_page", "non_text_document", "no_text", "malformed_response",
 ]
 
 
