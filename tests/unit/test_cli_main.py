@@ -53,6 +53,29 @@ def test_help_lists_every_command_without_importing_one() -> None:
                   ) == []
 
 
+#: What a sub-command's ``--help`` may still import (its own module's database client) is not
+#: the numeric stack: scipy, scikit-learn and numpy alone took ~1 s of ``gate --help``.
+NUMERIC = ("scipy", "sklearn", "numpy", "torch", "sentence_transformers", "faststream")
+
+
+@pytest.mark.parametrize("command", [["gate"], ["ab"], ["gate", "decide"], ["report"],
+                                     ["deploy"], ["baseline"], ["eval", "run"]])
+def test_sub_command_help_imports_no_numeric_module(command: list[str]) -> None:
+    code = ("from evalloop.cli.main import main\n"
+            f"try:\n    main({[*command, '--help']!r})\nexcept SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code\n")
+    loaded = _modules_after(code)
+    assert sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in NUMERIC}) == []
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.stdout) == (0, f"evalloop {version('evalloop')}\n")
+    assert version("evalloop") == "0.1.0"
+
+
 def test_help_output_names_every_command() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0

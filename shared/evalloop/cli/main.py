@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -144,8 +144,23 @@ app = typer.Typer(
     cls=_LazyGroup,
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"evalloop {version('evalloop')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("evalloop (version unknown: the package is not installed)")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the installed evalloop version and exit.")] = False,
+) -> None:
     """The feedback loop that keeps production LLM agents honest."""
 
 
