@@ -233,3 +233,32 @@ def test_help_shows_id_json_and_plain_text() -> None:
     for args in (["keys", "create"], ["keys", "revoke"], ["prune"], ["erase"], ["web"], ["up"],
                  ["queue", "edit"], ["eval", "run"]):
         assert "``" not in runner.invoke(app, [*args, "--help"]).stdout, args
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["jobs", "list", "--status", "bogus"],
+         "error: Invalid value for --status: expected one of requested, running, succeeded, "
+         "failed, got 'bogus' (see `evalloop jobs list --help`)\n"),
+        (["gate", "sample", "1a2b3c4d"],
+         "error: Invalid value: expected a run id (UUID), got '1a2b3c4d' (see `evalloop gate "
+         "sample --help`)\n"),
+        (["queue", "show"], "error: Missing argument 'ID'. (see `evalloop queue show --help`)\n"),
+        (["nosuchcmd"], "error: No such command 'nosuchcmd'. (see `evalloop --help`)\n"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], line: str) -> None:
+    out = _evalloop(*args)
+    assert (out.returncode, out.stdout, out.stderr) == (2, "", line)
+
+
+def test_version_and_help_exit_0_through_main() -> None:
+    from importlib.metadata import version
+
+    out = _evalloop("--version")
+    assert (out.returncode, out.stdout, out.stderr) == (0, f"evalloop {version('evalloop')}\n",
+                                                        "")
+    out = _evalloop("gate", "--help")
+    assert (out.returncode, out.stderr) == (0, "")
+    assert "Usage: evalloop gate [OPTIONS] COMMAND [ARGS]..." in out.stdout

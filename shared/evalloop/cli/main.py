@@ -171,10 +171,29 @@ def main(argv: list[str] | None = None) -> None:
     here exit 2 (usage or bad input) or 3 (infrastructure, or unexpected: the line says which
     error it was), see :func:`evalloop.cli._common.exit_code_for`.
     """
+    from typer._click import exceptions as click_errors
+
     try:
-        app(args=argv, standalone_mode=True)
+        rv = app(args=argv, prog_name="evalloop", standalone_mode=False)
     except SystemExit:
         raise
+    except click_errors.NoArgsIsHelpError as exc:  # `evalloop` or a group alone: its help
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+        sys.exit(exc.exit_code)
+    except click_errors.UsageError as exc:
+        # one line, as docs/exit-codes.md promises, instead of Click's boxed usage block
+        ctx = exc.ctx
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        print(f"error: {' '.join(exc.format_message().split())}{where}", file=sys.stderr)
+        sys.exit(2)
+    except click_errors.ClickException as exc:
+        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except click_errors.Abort:
+        print("error: aborted (no input)", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("evalloop: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -184,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
         prefix = "error" if expected(exc) else "error (unexpected)"
         print(f"{prefix}: {describe(exc)}", file=sys.stderr)
         sys.exit(exit_code_for(exc))
+    sys.exit(rv if type(rv) is int else 0)  # an Exit's code; a command returns None
 
 
 if __name__ == "__main__":
