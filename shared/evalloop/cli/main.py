@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     error it was), see :func:`evalloop.cli._common.exit_code_for`.
     """
     from typer._click import exceptions as click_errors
+    from typer.exceptions import Abort
 
     try:
         rv = app(args=argv, prog_name="evalloop", standalone_mode=False)
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     except click_errors.ClickException as exc:
         print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except click_errors.Abort:
+    except Abort:
         print("error: aborted (no input)", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
