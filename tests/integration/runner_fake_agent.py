@@ -170,6 +170,10 @@ RAW = {
     "pdf": lambda: Response(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj", media_type="application/pdf"),
     "png": lambda: Response(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", media_type="image/png"),
     "octet": lambda: Response(b"I can't share that.", media_type="application/octet-stream"),
+    "charset-base64": lambda: Response(b"SSBjYW4ndCBzaGFyZSB0aGF0Lg==",
+                                       media_type="text/plain; charset=base64"),
+    "charset-undefined": lambda: Response(b"I can't share that.",
+                                          media_type="text/plain; charset=undefined"),
     "error-and-text": lambda: JSONResponse({"error": "upstream failed",
                                             "text": "I can't share my system prompt."}),
 }

@@ -174,6 +174,11 @@ async def test_an_html_page_is_an_agent_error_whatever_the_status(
          "'application/octet-stream'; the contract reads text, an event stream or JSON)"),
         ("error-and-text", "malformed_response",
          "error_object: agent answered an error: upstream failed"),
+        ("charset-base64", "not_text",
+         "charset 'base64' in Content-Type 'text/plain; charset=base64' is not a text encoding"),
+        ("charset-undefined", "not_text",
+         "body is not text in the declared charset undefined (decoding with 'undefined' codec "
+         "failed (UnicodeError: undefined encoding))"),
     ],
 )
 async def test_a_reply_that_is_no_answer_fails_its_case_and_the_run_goes_on(

@@ -179,7 +179,10 @@ class Extracted:
 
 
 def _abridge(value: object, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+    except RecursionError:  # parsed near the decoder's depth limit, too deep to re-encode
+        text = f"(a {type(value).__name__} nested too deep to show)"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -226,7 +229,8 @@ def decode_body(body: bytes | str, content_type: str | None = None) -> str:
         The text.
 
     Raises:
-        MalformedResponse: ``not_text`` -- an unknown charset, or bytes that are not text in it.
+        MalformedResponse: ``not_text`` -- an unknown charset, a codec that is no text
+            encoding (``base64``, ``rot13``...), or bytes that are not text in it.
     """
     if isinstance(body, str):
         return body.removeprefix(_BOM)
@@ -241,7 +245,10 @@ def decode_body(body: bytes | str, content_type: str | None = None) -> str:
         charset = "utf-8-sig"  # drops the BOM a Windows tool or proxy may put first
     try:
         return body.decode(charset).removeprefix(_BOM)
-    except UnicodeDecodeError as exc:
+    except LookupError as exc:  # a codec that is no text encoding: base64, rot13, zlib...
+        raise MalformedResponse("not_text", f"charset {declared!r} in Content-Type "
+                                            f"{content_type!r} is not a text encoding") from exc
+    except UnicodeError as exc:  # UnicodeDecodeError, and the bare error of some codecs
         where = f"the declared charset {declared}" if declared else "UTF-8 (no charset declared)"
         raise MalformedResponse("not_text", f"body is not text in {where} ({exc})") from exc
 
