@@ -262,3 +262,16 @@ def test_version_and_help_exit_0_through_main() -> None:
     out = _evalloop("gate", "--help")
     assert (out.returncode, out.stderr) == (0, "")
     assert "Usage: evalloop gate [OPTIONS] COMMAND [ARGS]..." in out.stdout
+
+
+def test_json_lines_write_times_in_iso_8601(capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import UTC, datetime
+    from uuid import UUID
+
+    from evalloop.cli._common import json_line
+
+    json_line({"id": UUID(int=1), "created_at": datetime(2026, 11, 30, 20, 19, 28, 959123,
+                                                          tzinfo=UTC), "path": Path("/x")})
+    assert capsys.readouterr().out == (
+        '{"id": "00000000-0000-0000-0000-000000000001", "created_at": '
+        '"2026-11-30T20:19:28.959123+00:00", "path": "/x"}\n')

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["PIPE_WIDTH", "UsageError", "console", "describe", "error_line", "exit_code_for",
-           "exit_if_missing", "fail", "json_line", "leaf", "read_only_dsn",
+           "exit_if_missing", "fail", "json_default", "json_line", "leaf", "read_only_dsn",
            "read_only_failure"]
 
 #: Columns a table is drawn in when stdout is not a terminal and ``COLUMNS`` is not set (a
@@ -137,9 +137,20 @@ def fail(exc: BaseException, what: str | None = None) -> NoReturn:
     raise typer.Exit(exit_code_for(exc)) from None
 
 
+def json_default(value: object) -> str:
+    """How ``--json`` writes a value JSON has no type for: times in ISO 8601
+    (``2026-11-30T20:17:55.123456+00:00``, as every list command prints them), anything else
+    (UUIDs, paths, decimals) as its string."""
+    from datetime import date, time
+
+    if isinstance(value, date | time):  # datetime is a date
+        return value.isoformat()
+    return str(value)
+
+
 def json_line(row: dict[str, Any]) -> None:
-    """Print one JSON object on one line (UUIDs, times and paths as strings)."""
-    print(json.dumps(row, default=str, ensure_ascii=False, separators=(", ", ": ")))
+    """Print one JSON object on one line (UUIDs and paths as strings, times in ISO 8601)."""
+    print(json.dumps(row, default=json_default, ensure_ascii=False, separators=(", ", ": ")))
 
 
 def read_only_dsn(db: str | None) -> str:

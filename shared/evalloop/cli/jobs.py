@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from evalloop.cli._common import console as make_console
-from evalloop.cli._common import fail, json_line, read_only_dsn
+from evalloop.cli._common import fail, json_default, json_line, read_only_dsn
 
 if TYPE_CHECKING:
     from evalloop.adapters.monitor_store import JobRow
@@ -103,7 +103,8 @@ async def _fetch(dsn: str, agent: str | None, status: str | None, limit: int) ->
 def _as_json(row: JobRow) -> dict[str, Any]:
     out = asdict(row)
     out["summary"] = summarize_result(row.result, row.error)
-    encoded: dict[str, Any] = json.loads(json.dumps(out, default=str))  # uuid/datetime -> str
+    # uuid -> str, datetime -> ISO 8601
+    encoded: dict[str, Any] = json.loads(json.dumps(out, default=json_default))
     return encoded
 
 

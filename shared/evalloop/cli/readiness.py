@@ -38,7 +38,7 @@ from typer.core import TyperGroup
 
 from evalloop.adapters import readiness_store as store
 from evalloop.adapters.postgres import DRIVER_ERRORS, connect_pool, migrate, resolve_dsn
-from evalloop.cli._common import exit_if_missing, read_only_dsn
+from evalloop.cli._common import exit_if_missing, json_default, read_only_dsn
 from evalloop.core.readiness.checkpoints import CHECKPOINTS, CheckpointRecord, sample_conversations
 from evalloop.errors import BusError, ConfigError, EvalloopError, JudgeError, StorageError
 from evalloop.events import utc_now
@@ -403,8 +403,7 @@ def report_hallucinations(
     counts = hallucination_counts(every)
     if as_json:
         for c in bad:
-            sys.stdout.write(json.dumps({k: (str(v) if isinstance(v, UUID | datetime) else v)
-                                         for k, v in c.items()}) + "\n")
+            sys.stdout.write(json.dumps(c, default=json_default) + "\n")  # ISO times
         return
     scope = f"agent {agent}" if agent else "all agents"
     _out.print(f"hallucinations, {scope}, since {start:%Y-%m-%d %H:%M}Z: {counts['claims']} "
