@@ -86,6 +86,8 @@ async def test_read_only_commands_on_an_empty_database_create_no_table(
         (["users", "list"], ""),
         (["report", "hallucinations"], ""),
         (["queue", "list", "--json"], "cannot list the review queue: "),
+        (["jobs", "list", "--json"], "cannot list jobs: "),
+        (["golden", "list", "--json"], ""),
         (["queue", "show", "1a2b3c4d"], ""),
     ],
 )
