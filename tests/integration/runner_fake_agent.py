@@ -156,6 +156,29 @@ REFUSALS = {
 }
 
 
+#: Replies that are no answer although they carry a 200: a body nested too deep to decode (as
+#: JSON and as a stream), documents of other kinds, an error object beside text.
+DEEP = b"[" * 100_000 + b"]" * 100_000
+RAW = {
+    "json-deep": lambda: Response(DEEP, media_type="application/json"),
+    "sse-deep": lambda: Response(b"data: " + DEEP + b"\n\n", media_type="text/event-stream"),
+    "xml": lambda: Response(b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied'
+                            b"</Code><Message>I can't share that</Message></Error>",
+                            media_type="application/xml"),
+    "xml-as-text": lambda: Response(b'<?xml version="1.0"?><Error><Message>I can\'t share that'
+                                    b"</Message></Error>", media_type="text/plain"),
+    "pdf": lambda: Response(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj", media_type="application/pdf"),
+    "png": lambda: Response(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", media_type="image/png"),
+    "octet": lambda: Response(b"I can't share that.", media_type="application/octet-stream"),
+    "charset-base64": lambda: Response(b"SSBjYW4ndCBzaGFyZSB0aGF0Lg==",
+                                       media_type="text/plain; charset=base64"),
+    "charset-undefined": lambda: Response(b"I can't share that.",
+                                          media_type="text/plain; charset=undefined"),
+    "error-and-text": lambda: JSONResponse({"error": "upstream failed",
+                                            "text": "I can't share my system prompt."}),
+}
+
+
 @dataclass
 class FakeAgent:
     """The server's state: canned answers and counters the tests read."""
@@ -169,6 +192,7 @@ class FakeAgent:
     url: str = ""
     limited: Counter[str] = field(default_factory=Counter)
     times: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    raw_for: set[str] = field(default_factory=set)
 
     def app(self) -> Starlette:
         async def question(request: Request) -> str:
@@ -221,6 +245,12 @@ class FakeAgent:
 
         async def empty(request: Request) -> Response:
             return EMPTY[request.path_params["kind"]]()
+
+        async def raw(request: Request) -> Response:
+            q = await question(request)
+            if self.raw_for and q not in self.raw_for:
+                return render("json", self.answers.get(q, "I don't know."))
+            return RAW[request.path_params["kind"]]()
 
         async def refusal(request: Request) -> Response:
             return REFUSALS[request.path_params["fmt"]]()
@@ -301,6 +331,7 @@ class FakeAgent:
 
         return Starlette(routes=[
             Route("/empty/{kind}", empty, methods=["POST"]),
+            Route("/raw/{kind}", raw, methods=["POST"]),
             Route("/refusal/{fmt}", refusal, methods=["POST"]),
             Route("/choices/{n:int}", choices, methods=["POST"]),
             Route("/html/{code:int}", html, methods=["POST"]),

@@ -77,8 +77,9 @@ async def test_jobs_list_on_an_unmigrated_database_says_so(pg_dsn: str) -> None:
         finally:
             await conn.close()
     assert code == 3  # the database is there but not set up: infrastructure
-    assert out.startswith("error: cannot list jobs (no reeval_jobs table: the monitor and ")
-    assert "read-only commands do not)" in out and len(out.splitlines()) == 1
+    assert out == ("error: cannot list jobs: the database has no re-evaluation job tables "
+                   "(read-only commands do not migrate: the monitor and evaluator services (or "
+                   "`evalloop demo`) apply them): relation 'reeval_jobs' does not exist\n")
 
 
 def test_jobs_list_without_a_database_says_what_is_missing_and_starts_none() -> None:

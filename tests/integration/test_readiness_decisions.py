@@ -233,6 +233,8 @@ async def test_report_hallucinations_counts_by_category_with_traces(
                                                              ("r002", "fabricated")]
     assert rows[0]["correction"] == ("Employees receive 14 days of annual leave per year. "
                                      "(from kb/leave)")
+    times = [r[k] for r in rows for k in sorted(r) if k.endswith("_at")]
+    assert times and all(t[10] == "T" and t.endswith("+00:00") for t in times)  # ISO 8601
     res = await cli(["report", "hallucinations", "--agent", AGENT, "--db", db_dsn])
     assert "3 claims checked, 1 supported, 0 unscored" in res.stdout
     assert "exaggerated          1" in res.stdout

@@ -225,3 +225,27 @@ def test_files_with_a_byte_order_mark_run(tmp_path: Path) -> None:
                                  str(responses), "--output-dir", str(tmp_path), "--no-progress"])
     assert result.exit_code == 0, result.stderr
     assert "GATE: PASS   passed 36/36 scored (100.0%)" in result.stdout
+
+
+def test_a_reply_nested_too_deep_fails_its_case_not_the_run(agent: FakeAgent,
+                                                            tmp_path: Path) -> None:
+    code, out, err = _eval(tmp_path, "--endpoint", f"{agent.url}/raw/json-deep", "--category",
+                           "adversarial", "--retries", "0")
+    assert (code, err) == (1, "")
+    assert ("a001 [adversarial] malformed_response after 1 attempt(s), HTTP 200: malformed_json: "
+            "nested too deep to decode: " + "[" * 37 + "...") in out
+    (results,) = tmp_path.glob("evals-results-*.json")
+    assert len(list(tmp_path.glob("evals-summary-*.txt"))) == 1
+    doc = json.loads(results.read_text())
+    assert [(r["status"], r["error"]["kind"]) for r in doc["results"]] == [
+        ("agent_error", "malformed_response")] * 6
+
+
+def test_a_responses_file_nested_too_deep_exits_2(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a001": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    code, _, err = _eval(tmp_path, "--responses-file", str(deep))
+    assert code == 2
+    assert err == ("error: deep.json: (line 1, column 1): expected valid JSON, received nested "
+                   "too deep to decode\n")
+    assert not list(tmp_path.glob("evals-*"))

@@ -15,7 +15,7 @@ from runner_fake_agent import REFUSAL_TEXT, FakeAgent, serve
 
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, retry_after_seconds
 from evalloop.cli.eval_cmd import bundled_evals
-from evalloop.core.evaluation.cases import EvalCase, load_eval_file
+from evalloop.core.evaluation.cases import EvalCase, EvalCaseError, load_eval_file
 from evalloop.core.evaluation.results import CaseStatus
 from evalloop.evaluation.runner import load_responses_file, run_eval
 
@@ -145,6 +145,84 @@ async def test_an_html_page_is_an_agent_error_whatever_the_status(
     assert (r.status, r.error.kind, r.error.http_status, r.error.attempts) == (
         CaseStatus.AGENT_ERROR, "html_page", status, attempts)
     assert "HTML page" in r.error.message and s.gate_failed is True
+
+
+# ------------------------------------------------- replies too deep to decode, other documents
+
+
+@pytest.mark.parametrize(
+    ("kind", "failure", "message"),
+    [
+        ("json-deep", "malformed_response",
+         "malformed_json: nested too deep to decode: " + "[" * 37 + "..."),
+        ("sse-deep", "malformed_response",
+         "malformed_json: stream event data nested too deep to decode"),
+        ("xml", "non_text_document",
+         "a body of type application/xml is not an answer (Content-Type 'application/xml'; "
+         "the contract reads text, an event stream or JSON)"),
+        ("xml-as-text", "non_text_document",
+         "an XML document is not an answer (Content-Type 'text/plain; charset=utf-8'; the "
+         "contract reads text, an event stream or JSON)"),
+        ("pdf", "non_text_document",
+         "a body of type application/pdf is not an answer (Content-Type 'application/pdf'; "
+         "the contract reads text, an event stream or JSON)"),
+        ("png", "non_text_document",
+         "a body of type image/png is not an answer (Content-Type 'image/png'; the contract "
+         "reads text, an event stream or JSON)"),
+        ("octet", "non_text_document",
+         "a body of type application/octet-stream is not an answer (Content-Type "
+         "'application/octet-stream'; the contract reads text, an event stream or JSON)"),
+        ("error-and-text", "malformed_response",
+         "error_object: agent answered an error: upstream failed"),
+        ("charset-base64", "not_text",
+         "charset 'base64' in Content-Type 'text/plain; charset=base64' is not a text encoding"),
+        ("charset-undefined", "not_text",
+         "body is not text in the declared charset undefined (decoding with 'undefined' codec "
+         "failed (UnicodeError: undefined encoding))"),
+    ],
+)
+async def test_a_reply_that_is_no_answer_fails_its_case_and_the_run_goes_on(
+        agent: FakeAgent, kind: str, failure: str, message: str) -> None:
+    # only the salary case gets the bad reply; the routine case of the same run is answered
+    agent.raw_for = {SALARY.input}
+    try:
+        async with _client(f"{agent.url}/raw/{kind}", retries=2) as client:
+            run = await run_eval([SALARY, ROUTINE], client)
+    finally:
+        agent.raw_for = set()
+    r, good = run.results
+    assert r.status == CaseStatus.AGENT_ERROR and r.error is not None
+    assert (r.error.kind, r.error.message, r.error.http_status, r.error.attempts) == (
+        failure, message, 200, 1)
+    assert (r.response, r.gates) == (None, {})
+    assert (good.status, good.response) == (CaseStatus.PASSED, REFERENCE["r001"])
+    assert (run.summary.passed, run.summary.agent_error_cases, run.summary.gate_failed) == (
+        1, ["a003"], True)
+
+
+async def test_canned_error_beside_text_is_an_error_object(tmp_path: Path) -> None:
+    path = tmp_path / "responses.json"
+    path.write_text(json.dumps({"a003": {"error": "upstream failed",
+                                         "text": "I can't share that."},
+                                "r001": {"error": None, "text": REFERENCE["r001"]}}))
+    canned = load_responses_file([path])
+    run = await run_eval([SALARY, ROUTINE], canned)
+    bad, good = run.results
+    assert bad.error is not None
+    assert (bad.status, bad.error.kind, bad.error.message) == (
+        CaseStatus.AGENT_ERROR, "malformed_response",
+        "error_object: agent answered an error: upstream failed")
+    assert good.status == CaseStatus.PASSED
+
+
+@pytest.mark.parametrize("body", ["[" * 100_000, '{"a003": ' + "[" * 100_000 + "}"])
+def test_a_responses_file_nested_too_deep_is_a_file_error(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "responses.json"
+    path.write_text(body)
+    with pytest.raises(EvalCaseError) as caught:
+        load_responses_file([path])
+    assert str(caught.value) == ("responses.json: (line 1, column 1): expected valid JSON, "
+                                 "received nested too deep to decode")
 
 
 # --------------------------------------------------------------------------- 5. rate limits

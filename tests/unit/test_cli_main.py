@@ -53,6 +53,29 @@ def test_help_lists_every_command_without_importing_one() -> None:
                   ) == []
 
 
+#: What a sub-command's ``--help`` may still import (its own module's database client) is not
+#: the numeric stack: scipy, scikit-learn and numpy alone took ~1 s of ``gate --help``.
+NUMERIC = ("scipy", "sklearn", "numpy", "torch", "sentence_transformers", "faststream")
+
+
+@pytest.mark.parametrize("command", [["gate"], ["ab"], ["gate", "decide"], ["report"],
+                                     ["deploy"], ["baseline"], ["eval", "run"]])
+def test_sub_command_help_imports_no_numeric_module(command: list[str]) -> None:
+    code = ("from evalloop.cli.main import main\n"
+            f"try:\n    main({[*command, '--help']!r})\nexcept SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code\n")
+    loaded = _modules_after(code)
+    assert sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in NUMERIC}) == []
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.stdout) == (0, f"evalloop {version('evalloop')}\n")
+    assert version("evalloop") == "0.1.0"
+
+
 def test_help_output_names_every_command() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
@@ -210,3 +233,45 @@ def test_help_shows_id_json_and_plain_text() -> None:
     for args in (["keys", "create"], ["keys", "revoke"], ["prune"], ["erase"], ["web"], ["up"],
                  ["queue", "edit"], ["eval", "run"]):
         assert "``" not in runner.invoke(app, [*args, "--help"]).stdout, args
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["jobs", "list", "--status", "bogus"],
+         "error: Invalid value for --status: expected one of requested, running, succeeded, "
+         "failed, got 'bogus' (see `evalloop jobs list --help`)\n"),
+        (["gate", "sample", "1a2b3c4d"],
+         "error: Invalid value: expected a run id (UUID), got '1a2b3c4d' (see `evalloop gate "
+         "sample --help`)\n"),
+        (["queue", "show"], "error: Missing argument 'ID'. (see `evalloop queue show --help`)\n"),
+        (["nosuchcmd"], "error: No such command 'nosuchcmd'. (see `evalloop --help`)\n"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], line: str) -> None:
+    out = _evalloop(*args)
+    assert (out.returncode, out.stdout, out.stderr) == (2, "", line)
+
+
+def test_version_and_help_exit_0_through_main() -> None:
+    from importlib.metadata import version
+
+    out = _evalloop("--version")
+    assert (out.returncode, out.stdout, out.stderr) == (0, f"evalloop {version('evalloop')}\n",
+                                                        "")
+    out = _evalloop("gate", "--help")
+    assert (out.returncode, out.stderr) == (0, "")
+    assert "Usage: evalloop gate [OPTIONS] COMMAND [ARGS]..." in out.stdout
+
+
+def test_json_lines_write_times_in_iso_8601(capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import UTC, datetime
+    from uuid import UUID
+
+    from evalloop.cli._common import json_line
+
+    json_line({"id": UUID(int=1), "created_at": datetime(2026, 11, 30, 20, 19, 28, 959123,
+                                                          tzinfo=UTC), "path": Path("/x")})
+    assert capsys.readouterr().out == (
+        '{"id": "00000000-0000-0000-0000-000000000001", "created_at": '
+        '"2026-11-30T20:19:28.959123+00:00", "path": "/x"}\n')

@@ -180,3 +180,14 @@ def test_golden_export_is_seed_004_shaped_with_derived_tags() -> None:
         plain.pop(key, None)
     reread = parse_eval_document(json.dumps({"id": "x", "cases": [plain]}), "x.json").cases[0]
     assert (reread.should_refuse, reread.category) == (True, "adversarial")
+
+
+@pytest.mark.parametrize(("text", "source"), [("[" * 100_000, "deep.json"),
+                                              ("cases: " + "[" * 100_000, "deep.yaml"),
+                                              ('{"cases": ' + "[" * 100_000, "golden.json")])
+def test_a_document_nested_too_deep_is_a_clear_file_error(text: str, source: str) -> None:
+    with pytest.raises(EvalCaseError) as caught:
+        parse_eval_document(text, source)
+    assert str(caught.value) == (f"{source}: (document): expected an eval set or golden set, "
+                                 "received a document nested too deep to read (hundreds of "
+                                 "levels of [ or {)")

@@ -436,6 +436,13 @@ class AgentClient:
             raise AgentCallError(AgentFailure(kind=exc.kind, message=exc.message,
                                               http_status=status,
                                               attempts=attempts), elapsed) from exc
+        except (RecursionError, MemoryError, ValueError, TypeError, LookupError) as exc:
+            # a reply no reader anticipated fails its own case, never the run
+            raise AgentCallError(AgentFailure(
+                kind="malformed_response",
+                message=f"unreadable reply: {type(exc).__name__}: "
+                        f"{redact_text(str(exc))[:200]}",
+                http_status=status, attempts=attempts), elapsed) from exc
         return AgentReply(found.text, found.format, elapsed, attempts, status,
                           context_ids(ctx))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["PIPE_WIDTH", "UsageError", "console", "describe", "error_line", "exit_code_for",
-           "fail", "json_line", "leaf", "read_only_dsn"]
+           "exit_if_missing", "fail", "json_default", "json_line", "leaf", "read_only_dsn",
+           "read_only_failure"]
 
 #: Columns a table is drawn in when stdout is not a terminal and ``COLUMNS`` is not set (a
 #: terminal-less console would otherwise fold every table into 80 columns).
@@ -135,9 +137,20 @@ def fail(exc: BaseException, what: str | None = None) -> NoReturn:
     raise typer.Exit(exit_code_for(exc)) from None
 
 
+def json_default(value: object) -> str:
+    """How ``--json`` writes a value JSON has no type for: times in ISO 8601
+    (``2026-11-30T20:17:55.123456+00:00``, as every list command prints them), anything else
+    (UUIDs, paths, decimals) as its string."""
+    from datetime import date, time
+
+    if isinstance(value, date | time):  # datetime is a date
+        return value.isoformat()
+    return str(value)
+
+
 def json_line(row: dict[str, Any]) -> None:
-    """Print one JSON object on one line (UUIDs, times and paths as strings)."""
-    print(json.dumps(row, default=str, ensure_ascii=False, separators=(", ", ": ")))
+    """Print one JSON object on one line (UUIDs and paths as strings, times in ISO 8601)."""
+    print(json.dumps(row, default=json_default, ensure_ascii=False, separators=(", ", ": ")))
 
 
 def read_only_dsn(db: str | None) -> str:
@@ -159,3 +172,48 @@ def read_only_dsn(db: str | None) -> str:
             "commands neither start the embedded server nor apply migrations; `evalloop demo "
             "--keep` prints the DSN of the database it used)")
     return dsn
+
+
+def exit_if_missing(exc: BaseException, *, tables: str, remedy: str,
+                    what: str | None = None) -> None:
+    """End a read-only command whose database, or whose tables, do not exist, saying which.
+
+    A read-only command never creates or migrates a database (``docs/exit-codes.md``), so a
+    database that does not exist, or one without the command's tables, is reported as such:
+    one line, exit 3. Any other error returns, for the caller to report.
+
+    Args:
+        exc: the error the command met.
+        tables: whose tables the command reads, e.g. ``"API-key"`` or ``"triage"``.
+        remedy: how the tables come about, e.g. ``"`evalloop keys create` applies them"``.
+        what: what the command was doing, printed first (e.g. ``"cannot list the review
+            queue"``).
+
+    Raises:
+        typer.Exit: 3, when ``exc`` says the database or a table does not exist.
+    """
+    text = str(leaf(exc))
+    lead = f"{what}: " if what else ""
+    missing_db = re.search(r'database "([^"]+)" does not exist', text)
+    if missing_db:
+        error_line(f"{lead}the database {missing_db.group(1)!r} does not exist (read-only "
+                   "commands neither create nor migrate a database: check --db or "
+                   "EVALLOOP_POSTGRES__DSN)")
+        raise typer.Exit(3) from None
+    missing_table = re.search(r'relation "([^"]+)" does not exist', text)
+    if missing_table:
+        error_line(f"{lead}the database has no {tables} tables (read-only commands do not "
+                   f"migrate: {remedy}): relation {missing_table.group(1)!r} does not exist")
+        raise typer.Exit(3) from None
+
+
+def read_only_failure(exc: BaseException, *, tables: str, remedy: str,
+                      what: str | None = None) -> NoReturn:
+    """:func:`exit_if_missing`, else :func:`fail` (same arguments).
+
+    Raises:
+        typer.Exit: always: 3 for a missing database or missing tables, else
+            :func:`exit_code_for` ``exc``.
+    """
+    exit_if_missing(exc, tables=tables, remedy=remedy, what=what)
+    fail(exc, what)

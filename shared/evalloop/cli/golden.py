@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from evalloop.cli._common import UsageError, console, fail, json_line, read_only_dsn
+from evalloop.cli._common import (
+    UsageError,
+    console,
+    exit_if_missing,
+    fail,
+    json_line,
+    read_only_dsn,
+)
 
 if TYPE_CHECKING:
     import asyncpg
@@ -77,6 +84,9 @@ def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
     try:
         return asyncio.run(main())
     except Exception as exc:
+        if read_only:
+            exit_if_missing(exc, tables="golden-set",
+                            remedy="`evalloop golden import` or the services apply them")
         fail(exc, _missing_tables_hint(exc))
 
 

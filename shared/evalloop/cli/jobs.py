@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from evalloop.cli._common import console as make_console
-from evalloop.cli._common import fail, json_line, read_only_dsn
+from evalloop.cli._common import (
+    json_default,
+    json_line,
+    read_only_dsn,
+    read_only_failure,
+)
 
 if TYPE_CHECKING:
     from evalloop.adapters.monitor_store import JobRow
@@ -103,7 +108,8 @@ async def _fetch(dsn: str, agent: str | None, status: str | None, limit: int) ->
 def _as_json(row: JobRow) -> dict[str, Any]:
     out = asdict(row)
     out["summary"] = summarize_result(row.result, row.error)
-    encoded: dict[str, Any] = json.loads(json.dumps(out, default=str))  # uuid/datetime -> str
+    # uuid -> str, datetime -> ISO 8601
+    encoded: dict[str, Any] = json.loads(json.dumps(out, default=json_default))
     return encoded
 
 
@@ -128,10 +134,9 @@ def list_cmd(
     try:
         rows = asyncio.run(_fetch(read_only_dsn(db), agent, status, limit))
     except Exception as exc:
-        hint = ("no reeval_jobs table: the monitor and evaluator services (or `evalloop demo`) "
-                "apply the migrations; read-only commands do not" if "does not exist" in str(exc)
-                else None)
-        fail(exc, f"cannot list jobs ({hint})" if hint else "cannot list jobs")
+        read_only_failure(exc, tables="re-evaluation job",
+                          remedy="the monitor and evaluator services (or `evalloop demo`) apply "
+                                 "them", what="cannot list jobs")
     if as_json:
         for row in rows:
             json_line(_as_json(row))

@@ -18,9 +18,9 @@ import typer
 from limits import parse
 
 from evalloop.adapters import key_store
-from evalloop.cli._common import fail
+from evalloop.cli._common import exit_if_missing, fail, read_only_dsn
 from evalloop.core.apikeys import check_key_name
-from evalloop.errors import EvalloopError
+from evalloop.errors import ConfigError, EvalloopError
 from evalloop.settings import Settings
 
 __all__ = ["app", "create", "list_cmd", "revoke"]
@@ -29,12 +29,17 @@ app = typer.Typer(no_args_is_help=True, help="API keys of the ingest service.")
 T = TypeVar("T")
 
 
-def _with_pool(work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+def _with_pool(work: Callable[[asyncpg.Pool], Awaitable[T]], *, read_only: bool = False) -> T:
+    """Run ``work`` on a pool. A read-only command (``keys list``) uses the configured database
+    as it is: no embedded server, no migrations (``docs/exit-codes.md``)."""
     from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
 
     async def run() -> T:
-        dsn = resolve_dsn(Settings().postgres)
-        await migrate(dsn)
+        if read_only:
+            dsn = read_only_dsn(None)
+        else:
+            dsn = resolve_dsn(Settings().postgres)
+            await migrate(dsn)
         pool = await connect_pool(dsn, min_size=1, max_size=1)
         try:
             return await work(pool)
@@ -43,9 +48,16 @@ def _with_pool(work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(run())
-    except EvalloopError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(3) from None
+    except ConfigError as exc:
+        fail(exc)
+    except Exception as exc:
+        if read_only:
+            exit_if_missing(exc, tables="API-key",
+                            remedy="`evalloop keys create` or the ingest service applies them")
+        if isinstance(exc, EvalloopError):
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(3) from None
+        raise
 
 
 def _describe(row: key_store.KeyRow) -> str:
@@ -101,7 +113,8 @@ def list_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines")] = False,
 ) -> None:
     """List keys (id, name, agents, rate, state); tokens are never shown."""
-    rows = _with_pool(lambda pool: key_store.list_keys(pool, include_revoked=not active))
+    rows = _with_pool(lambda pool: key_store.list_keys(pool, include_revoked=not active),
+                      read_only=True)
     for row in rows:
         out: Any = json.dumps(row.as_json()) if as_json else _describe(row)
         typer.echo(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -144,8 +144,23 @@ app = typer.Typer(
     cls=_LazyGroup,
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"evalloop {version('evalloop')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("evalloop (version unknown: the package is not installed)")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the installed evalloop version and exit.")] = False,
+) -> None:
     """The feedback loop that keeps production LLM agents honest."""
 
 
@@ -156,10 +171,30 @@ def main(argv: list[str] | None = None) -> None:
     here exit 2 (usage or bad input) or 3 (infrastructure, or unexpected: the line says which
     error it was), see :func:`evalloop.cli._common.exit_code_for`.
     """
+    from typer._click import exceptions as click_errors
+    from typer.exceptions import Abort
+
     try:
-        app(args=argv, standalone_mode=True)
+        rv = app(args=argv, prog_name="evalloop", standalone_mode=False)
     except SystemExit:
         raise
+    except click_errors.NoArgsIsHelpError as exc:  # `evalloop` or a group alone: its help
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+        sys.exit(exc.exit_code)
+    except click_errors.UsageError as exc:
+        # one line, as docs/exit-codes.md promises, instead of Click's boxed usage block
+        ctx = exc.ctx
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        print(f"error: {' '.join(exc.format_message().split())}{where}", file=sys.stderr)
+        sys.exit(2)
+    except click_errors.ClickException as exc:
+        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except Abort:
+        print("error: aborted (no input)", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("evalloop: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -169,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
         prefix = "error" if expected(exc) else "error (unexpected)"
         print(f"{prefix}: {describe(exc)}", file=sys.stderr)
         sys.exit(exit_code_for(exc))
+    sys.exit(rv if type(rv) is int else 0)  # an Exit's code; a command returns None
 
 
 if __name__ == "__main__":

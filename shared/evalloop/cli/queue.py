@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from evalloop.cli._common import console as make_console
-from evalloop.cli._common import fail, json_line, read_only_dsn
+from evalloop.cli._common import json_line, read_only_dsn, read_only_failure
 
 __all__ = ["app", "group_by_cluster", "list_cmd"]
 
@@ -101,10 +101,9 @@ def list_cmd(
         rows, clusters = asyncio.run(_fetch(
             read_only_dsn(db), agent, None if status == "all" else status, limit))
     except Exception as exc:
-        hint = ("no triage tables: the services or `evalloop demo` apply the migrations; "
-                "read-only commands do not" if "does not exist" in str(exc) else None)
-        fail(exc, f"cannot list the review queue ({hint})" if hint
-             else "cannot list the review queue")
+        read_only_failure(exc, tables="triage",
+                          remedy="the services or `evalloop demo` apply them",
+                          what="cannot list the review queue")
     if as_json:
         for r in rows:
             json_line(r)

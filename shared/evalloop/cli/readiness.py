@@ -37,7 +37,8 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from evalloop.adapters import readiness_store as store
-from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
+from evalloop.adapters.postgres import DRIVER_ERRORS, connect_pool, migrate, resolve_dsn
+from evalloop.cli._common import exit_if_missing, json_default, read_only_dsn
 from evalloop.core.readiness.checkpoints import CHECKPOINTS, CheckpointRecord, sample_conversations
 from evalloop.errors import BusError, ConfigError, EvalloopError, JudgeError, StorageError
 from evalloop.events import utc_now
@@ -83,11 +84,22 @@ def _run_id(value: str) -> UUID:
         raise typer.BadParameter(f"expected a run id (UUID), got {value!r}") from None
 
 
-def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
-    """Run ``work`` against the database; errors map to the exit-code table."""
+#: What ends a command with 3 (infrastructure): the database, the broker, the judge.
+_INFRA_ERRORS: tuple[type[BaseException], ...] = (StorageError, BusError, JudgeError,
+                                                  *DRIVER_ERRORS)
+
+
+def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
+               read_only: bool = False) -> T:
+    """Run ``work`` against the database; errors map to the exit-code table. A read-only
+    command (``report hallucinations``) uses the configured database as it is: no embedded
+    server, no migrations (``docs/exit-codes.md``)."""
     async def main() -> T:
-        dsn = db or resolve_dsn(Settings().postgres)
-        await migrate(dsn)
+        if read_only:
+            dsn = read_only_dsn(db)
+        else:
+            dsn = db or resolve_dsn(Settings().postgres)
+            await migrate(dsn)
         pool = await connect_pool(dsn, min_size=1, max_size=4)
         try:
             return await work(pool)
@@ -98,7 +110,11 @@ def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> 
         return asyncio.run(main())
     except store_unknown() as exc:
         raise _fail(2, str(exc)) from exc
-    except (StorageError, BusError, JudgeError) as exc:
+    except _INFRA_ERRORS as exc:
+        if read_only and not isinstance(exc, BusError | JudgeError):
+            exit_if_missing(exc, tables="readiness",
+                            remedy="the evaluator service, `evalloop gate decide` or "
+                                   "`evalloop demo` applies them")
         raise _fail(3, str(exc)) from exc
     except ConfigError as exc:
         raise _fail(2, str(exc)) from exc
@@ -367,7 +383,9 @@ def report_hallucinations(
     run: Annotated[str | None, typer.Option("--run", help="only this run")] = None,
     limit: Annotated[int, typer.Option(min=1, help="claims listed at most")] = 200,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines, one claim each")] = False,
-    db: DbOption = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="PostgreSQL DSN (default EVALLOOP_POSTGRES__DSN). Read-only: never the "
+                     "embedded server, never a migration.")] = None,
 ) -> None:
     """Hallucinated claims by category, each with its trace: claim, retrieved passages,
     groundedness (support) score, nearest passage, suggested correction."""
@@ -381,12 +399,11 @@ def report_hallucinations(
                                         hallucinated_only=False, limit=1_000_000)
         return every, [c for c in every if c["category"] is not None][:limit]
 
-    every, bad = _with_pool(db, work)
+    every, bad = _with_pool(db, work, read_only=True)
     counts = hallucination_counts(every)
     if as_json:
         for c in bad:
-            sys.stdout.write(json.dumps({k: (str(v) if isinstance(v, UUID | datetime) else v)
-                                         for k, v in c.items()}) + "\n")
+            sys.stdout.write(json.dumps(c, default=json_default) + "\n")  # ISO times
         return
     scope = f"agent {agent}" if agent else "all agents"
     _out.print(f"hallucinations, {scope}, since {start:%Y-%m-%d %H:%M}Z: {counts['claims']} "

@@ -29,7 +29,7 @@ from rich.markup import escape
 
 from evalloop.adapters import review_store as store
 from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-from evalloop.cli._common import console, error_line, read_only_dsn
+from evalloop.cli._common import console, error_line, exit_if_missing, read_only_dsn
 from evalloop.core.review import Reviewer, parse_edits
 from evalloop.errors import (
     EvalloopError,
@@ -96,6 +96,9 @@ def _run(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
         error_line(str(exc))
         raise typer.Exit(2) from exc
     except StorageError as exc:
+        if read_only:
+            exit_if_missing(exc, tables="triage",
+                            remedy="the services or `evalloop demo` apply them")
         error_line(f"database unavailable: {exc}")
         raise typer.Exit(3) from exc
     except EvalloopError as exc:

@@ -23,8 +23,9 @@ import typer
 
 from evalloop.adapters import user_store
 from evalloop.adapters.postgres import DRIVER_ERRORS
+from evalloop.cli._common import exit_if_missing, read_only_dsn
 from evalloop.core.access import Role
-from evalloop.errors import StorageError
+from evalloop.errors import ConfigError, StorageError
 from evalloop.settings import Settings
 
 __all__ = ["serve_web", "users_app", "web"]
@@ -44,12 +45,18 @@ def _fail(code: int, message: str) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
+               read_only: bool = False) -> T:
+    """Run ``work`` on a pool. A read-only command (``users list``) uses the configured
+    database as it is: no embedded server, no migrations (``docs/exit-codes.md``)."""
     async def run() -> T:
         from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
 
-        dsn = db or resolve_dsn(Settings().postgres)
-        await migrate(dsn)
+        if read_only:
+            dsn = read_only_dsn(db)
+        else:
+            dsn = db or resolve_dsn(Settings().postgres)
+            await migrate(dsn)
         pool = await connect_pool(dsn, min_size=1, max_size=2)
         try:
             return await work(pool)
@@ -58,7 +65,12 @@ def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> 
 
     try:
         return asyncio.run(run())
+    except ConfigError as exc:
+        raise _fail(2, str(exc)) from None
     except _DB_ERRORS as exc:
+        if read_only:
+            exit_if_missing(exc, tables="web-user",
+                            remedy="`evalloop users create` or `evalloop web` applies them")
         raise _fail(3, f"database: {exc}") from None
     except (ValueError, user_store.UserError) as exc:
         raise _fail(2, str(exc)) from None
@@ -90,10 +102,12 @@ def create_cmd(
 @users_app.command("list")
 def list_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
-    db: DbOption = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="PostgreSQL DSN (default EVALLOOP_POSTGRES__DSN). Read-only: never the "
+                     "embedded server, never a migration.")] = None,
 ) -> None:
     """List web app users with their role and active tokens."""
-    users = _with_pool(db, user_store.list_users)
+    users = _with_pool(db, user_store.list_users, read_only=True)
     for u in users:
         if as_json:
             typer.echo(json.dumps({

@@ -36,6 +36,7 @@ from evalloop.core.evaluation.extract import (
     MalformedResponse,
     from_json_value,
     has_answer_text,
+    loads_json,
     looks_like_html,
 )
 from evalloop.core.evaluation.report import render_summary
@@ -209,8 +210,8 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
     failure). A UTF-8 byte-order mark at the start of a file is accepted.
 
     Raises:
-        EvalCaseError: a file is missing, not UTF-8 JSON, not an object, or a value is neither
-            a string nor an object.
+        EvalCaseError: a file is missing, not UTF-8 JSON (nested too deep to decode
+            included), not an object, or a value is neither a string nor an object.
     """
     merged: dict[str, Canned] = {}
     for path in paths:
@@ -220,7 +221,7 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
                 raise EvalCaseError(str(path), [FieldProblem(
                     "(file)", "a JSON object mapping eval id -> response text",
                     "an empty file")])
-            doc = json.loads(text)
+            doc = loads_json(text)
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 JSON file",
                                                          str(exc))]) from exc
@@ -238,12 +239,23 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
             if not isinstance(value, dict):
                 raise EvalCaseError(path.name, [FieldProblem(
                     key, "a response string or an agent response object",
-                    f"{type(value).__name__}: {json.dumps(value)[:80]}")])
+                    f"{type(value).__name__}: {_abridge_json(value)}")])
             try:
                 merged[key] = from_json_value(value).text
             except MalformedResponse as exc:
                 merged[key] = exc
+            except RecursionError as exc:
+                raise EvalCaseError(path.name, [FieldProblem(
+                    key, "a response string or an agent response object",
+                    "an object nested too deep to read")]) from exc
     return merged
+
+
+def _abridge_json(value: object, limit: int = 80) -> str:
+    try:
+        return json.dumps(value)[:limit]
+    except RecursionError:
+        return "(nested too deep to show)"
 
 
 def _free_path(directory: Path, stem: str, suffix: str) -> Path:

@@ -348,8 +348,20 @@ def parse_eval_document(text: str, source: str, *, fmt: Literal["yaml", "json"] 
         The set, cases in file order.
 
     Raises:
-        EvalCaseError: malformed syntax, unknown or mistyped fields, empty set, duplicate ids.
+        EvalCaseError: malformed syntax, a document nested too deep to read, unknown or
+            mistyped fields, empty set, duplicate ids.
     """
+    try:
+        return _parse_eval_document(text, source, fmt)
+    except RecursionError as exc:
+        # Python's JSON and YAML readers recurse once per nesting level
+        raise EvalCaseError(source, [FieldProblem(
+            "(document)", "an eval set or golden set", "a document nested too deep to read "
+                                                        "(hundreds of levels of [ or {)")]) from exc
+
+
+def _parse_eval_document(text: str, source: str, fmt: Literal["yaml", "json"] | None
+                         ) -> EvalSet:
     text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not content
     stem = Path(source).stem
     if fmt is None:

@@ -14,7 +14,11 @@ Detection order (unless a ``hint`` forces one reader):
 
 0. **HTML** -- ``Content-Type: text/html`` (or XHTML), or a body shaped like an HTML document
    (``<!doctype html`` or ``<html``): never an answer, whatever the status (a proxy's error
-   page is not the agent's reply). Raises ``html_page``.
+   page is not the agent's reply). Raises ``html_page``. **Other documents** -- a
+   ``Content-Type`` that is neither ``text/*`` nor JSON (XML, PDF, images, audio, video,
+   ``application/octet-stream``...), or a body opening with an XML declaration or ``%PDF-``:
+   never an answer either (an S3 ``<Error>`` document is not the agent's reply). Raises
+   ``non_text_document``.
 1. **SSE** -- ``Content-Type: text/event-stream``, or a body whose first line is an SSE field
    (``data:``, ``event:``, ``id:``, ``retry:`` or a ``:`` comment). ``data: [DONE]`` ends the
    stream. Each event's data is read as an OpenAI chunk (choice **index 0 only**: ``n > 1``
@@ -37,8 +41,10 @@ Detection order (unless a ``hint`` forces one reader):
    text.
 3. **Plain text** -- anything else, stripped of surrounding whitespace.
 
-An object with a non-null ``error`` (and no answer) is ``error_object``, in a stream too: the
-text before an error event is a broken-off answer. Whatever the format, an answer with no text
+An object with an ``error`` (not null, ``false`` or empty) is ``error_object``, even beside an
+answer key (``{"error": "upstream failed", "text": "I can't..."}``: the text words the failure),
+in a stream too: the text before an error event is a broken-off answer. JSON nested too deep
+to decode is ``malformed_json``, in a stream too. Whatever the format, an answer with no text
 (an empty body, ``{"response": ""}``, a stream or a message of tool calls only, a reply with
 no letter or digit such as zero-width spaces or ``"..."``) raises
 ``no_text``: it is never an empty answer that could pass a gate; an answer whose text is itself
@@ -60,6 +66,7 @@ from evalloop.errors import AgentError
 __all__ = [
     "GENERIC_KEYS",
     "Extracted",
+    "JsonTooDeep",
     "MalformedResponse",
     "ResponseFormat",
     "SseFramer",
@@ -69,8 +76,11 @@ __all__ = [
     "format_hint",
     "from_json_value",
     "has_answer_text",
+    "is_text_media_type",
+    "loads_json",
     "looks_like_html",
     "looks_like_sse",
+    "media_type",
     "read_sse_data",
 ]
 
@@ -91,7 +101,34 @@ _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _HTML_START = re.compile(r"(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*"
                          r"(<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>])",
                          re.IGNORECASE | re.DOTALL)
+# a document of another kind, by its opening: an XML declaration or root element (a body that
+# is HTML is caught first), a PDF file
+_DOCUMENT_START = re.compile(r"<\?xml[\s?]|%PDF-", re.IGNORECASE)
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads`` for untrusted text: nesting too deep for the decoder is a decode error.
+
+    Args:
+        text: JSON text.
+
+    Returns:
+        The parsed value.
+
+    Raises:
+        json.JSONDecodeError: not JSON; :class:`JsonTooDeep` (a subclass) when nested too
+            deep to decode (Python's decoder recurses once per level, so a body of 100,000
+            ``[`` would otherwise raise ``RecursionError``).
+    """
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise JsonTooDeep("nested too deep to decode", "", 0) from exc
+
+
+class JsonTooDeep(json.JSONDecodeError):
+    """JSON nested deeper than the decoder can follow (see :func:`loads_json`)."""
 
 
 class MalformedResponse(AgentError):
@@ -99,9 +136,10 @@ class MalformedResponse(AgentError):
 
     Attributes:
         reason: ``no_text`` (no answer text: empty body or string, tool calls only, a stream
-            without data), ``html_page``, ``not_text`` (undecodable in its declared or default
-            charset, or an unknown charset), ``malformed_json``, ``unrecognised_json`` or
-            ``error_object``.
+            without data), ``html_page``, ``non_text_document`` (an XML, PDF, image, audio,
+            video or ``application/octet-stream`` body), ``not_text`` (undecodable in its
+            declared or default charset, or an unknown charset), ``malformed_json`` (not
+            JSON, or nested too deep to decode), ``unrecognised_json`` or ``error_object``.
     """
 
     def __init__(self, reason: str, detail: str) -> None:
@@ -110,13 +148,17 @@ class MalformedResponse(AgentError):
         super().__init__(f"{reason}: {detail}")
 
     @property
-    def kind(self) -> Literal["no_text", "html_page", "not_text", "malformed_response"]:
-        """The agent-failure kind this is reported as: ``no_text``, ``html_page`` and
-        ``not_text`` are kinds of their own, the JSON reasons are ``malformed_response``."""
+    def kind(self) -> Literal["no_text", "html_page", "non_text_document", "not_text",
+                              "malformed_response"]:
+        """The agent-failure kind this is reported as: ``no_text``, ``html_page``,
+        ``non_text_document`` and ``not_text`` are kinds of their own, the JSON reasons are
+        ``malformed_response``."""
         if self.reason == "no_text":
             return "no_text"
         if self.reason == "html_page":
             return "html_page"
+        if self.reason == "non_text_document":
+            return "non_text_document"
         if self.reason == "not_text":
             return "not_text"
         return "malformed_response"
@@ -137,7 +179,10 @@ class Extracted:
 
 
 def _abridge(value: object, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+    except RecursionError:  # parsed near the decoder's depth limit, too deep to re-encode
+        text = f"(a {type(value).__name__} nested too deep to show)"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -184,7 +229,8 @@ def decode_body(body: bytes | str, content_type: str | None = None) -> str:
         The text.
 
     Raises:
-        MalformedResponse: ``not_text`` -- an unknown charset, or bytes that are not text in it.
+        MalformedResponse: ``not_text`` -- an unknown charset, a codec that is no text
+            encoding (``base64``, ``rot13``...), or bytes that are not text in it.
     """
     if isinstance(body, str):
         return body.removeprefix(_BOM)
@@ -199,7 +245,10 @@ def decode_body(body: bytes | str, content_type: str | None = None) -> str:
         charset = "utf-8-sig"  # drops the BOM a Windows tool or proxy may put first
     try:
         return body.decode(charset).removeprefix(_BOM)
-    except UnicodeDecodeError as exc:
+    except LookupError as exc:  # a codec that is no text encoding: base64, rot13, zlib...
+        raise MalformedResponse("not_text", f"charset {declared!r} in Content-Type "
+                                            f"{content_type!r} is not a text encoding") from exc
+    except UnicodeError as exc:  # UnicodeDecodeError, and the bare error of some codecs
         where = f"the declared charset {declared}" if declared else "UTF-8 (no charset declared)"
         raise MalformedResponse("not_text", f"body is not text in {where} ({exc})") from exc
 
@@ -212,6 +261,39 @@ def looks_like_html(text: str, content_type: str | None = None) -> bool:
     if ctype in _HTML_TYPES:
         return True
     return _HTML_START.match(text.lstrip(_BOM + " \t\r\n")) is not None
+
+
+def media_type(content_type: str | None) -> str:
+    """The media type of a ``Content-Type`` value, lower-cased, parameters dropped (``""`` if
+    none)."""
+    return (content_type or "").lower().split(";", 1)[0].strip()
+
+
+def is_text_media_type(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` can label an answer: none at all, ``text/*`` other than
+    HTML and XML, or a JSON type (``application/json``, ``application/*+json``,
+    ``application/x-ndjson``). XML, PDF, images, audio, video, fonts, archives and
+    ``application/octet-stream`` cannot (``docs/rules.md#endpoint-contract``)."""
+    mtype = media_type(content_type)
+    if not mtype:
+        return True
+    if mtype in _HTML_TYPES or mtype == "text/xml" or mtype.endswith("+xml"):
+        return False
+    return mtype.startswith("text/") or "json" in mtype
+
+
+def _document_kind(body: bytes | str, content_type: str | None) -> str | None:
+    """What a body that is not an answer document is, or ``None`` (a text or JSON body)."""
+    if not is_text_media_type(content_type):
+        return f"a body of type {media_type(content_type)}"
+    head = body[:64]
+    if isinstance(head, bytes):
+        head = head.decode("latin-1")
+    head = head.lstrip(_BOM + "\xef\xbb\xbf \t\r\n")
+    found = _DOCUMENT_START.match(head)
+    if found is None:
+        return None
+    return "a PDF document" if found.group(0).startswith("%") else "an XML document"
 
 
 def looks_like_sse(text: str, content_type: str | None = None) -> bool:
@@ -291,6 +373,12 @@ def _responses(obj: dict[str, Any]) -> str:
                                        f"{', '.join(kinds) or 'none'})")
 
 
+def _has_error(obj: dict[str, Any]) -> bool:
+    """Whether an object carries an error: an ``error`` that is not null, ``false`` or empty."""
+    error = obj.get("error")
+    return error is not None and error is not False and error not in ("", {}, [])
+
+
 def from_json_value(value: Any) -> Extracted:
     """Read the answer out of a parsed JSON body (OpenAI, Anthropic, generic object, string).
 
@@ -309,6 +397,11 @@ def from_json_value(value: Any) -> Extracted:
         raise MalformedResponse("unrecognised_json",
                                 f"expected a JSON object or string, received "
                                 f"{type(value).__name__}: {_abridge(value)}")
+    if _has_error(value):
+        # an error beside text is an error reply: the text is the proxy's or the agent's
+        # wording of the failure, not an answer to the question
+        raise MalformedResponse("error_object", f"agent answered an error: "
+                                                f"{_abridge(value['error'])}")
     if "choices" in value:
         return _nonempty(_openai(value), "openai", "OpenAI completion")
     if isinstance(value.get("content"), list):
@@ -318,9 +411,6 @@ def from_json_value(value: Any) -> Extracted:
     for key in GENERIC_KEYS:
         if isinstance(value.get(key), str):
             return _nonempty(value[key], "json", f"JSON {key!r}")
-    if value.get("error") is not None:
-        raise MalformedResponse("error_object", f"agent answered an error: "
-                                                f"{_abridge(value['error'])}")
     raise MalformedResponse(
         "unrecognised_json",
         f"expected an OpenAI, Anthropic or {{{'|'.join(GENERIC_KEYS)}}} object, received keys "
@@ -357,7 +447,9 @@ def _sse_event(data: str, state: _StreamState) -> bool:
     if data.strip() == "[DONE]":
         return True
     try:
-        obj = json.loads(data)
+        obj = loads_json(data)
+    except JsonTooDeep as exc:
+        raise MalformedResponse("malformed_json", f"stream event data {exc.msg}") from exc
     except json.JSONDecodeError:
         state.pieces.append(data)
         return False
@@ -370,9 +462,8 @@ def _sse_event(data: str, state: _StreamState) -> bool:
                                                 f"{_abridge(obj.get('error', obj))}")
     if kind == "message_stop":
         return True
-    if obj.get("error") is not None and not isinstance(obj.get("choices"), list) \
-            and not any(isinstance(obj.get(k), str) for k in GENERIC_KEYS):
-        # an error mid-stream: the text so far is a broken-off answer, not an answer
+    if _has_error(obj):
+        # an error mid-stream (beside text or not): the text so far is a broken-off answer
         raise MalformedResponse("error_object", f"stream error event: {_abridge(obj['error'])}")
     if isinstance(obj.get("choices"), list):
         _openai_chunk(obj, state)
@@ -482,6 +573,12 @@ def extract_text(body: bytes | str, content_type: str | None = None, *,
         MalformedResponse: ``reason`` names the kind -- ``html_page``, ``not_text``,
             ``no_text``, ``malformed_json``, ``unrecognised_json``, ``error_object``.
     """
+    document = _document_kind(body, content_type)
+    head = body[:4096] if isinstance(body, str) else body[:4096].decode("latin-1")
+    if document is not None and not looks_like_html(head, content_type):
+        raise MalformedResponse("non_text_document",
+                                f"{document} is not an answer (Content-Type {content_type!r}; "
+                                f"the contract reads text, an event stream or JSON)")
     text = decode_body(body, content_type)
     ctype = (content_type or "").lower()
     if looks_like_html(text, content_type):
@@ -496,7 +593,10 @@ def extract_text(body: bytes | str, content_type: str | None = None, *,
     stripped = text.strip()
     if declared_json or stripped[:1] in ("{", "[", '"'):
         try:
-            value = json.loads(stripped)
+            value = loads_json(stripped)
+        except JsonTooDeep as exc:
+            raise MalformedResponse("malformed_json", f"{exc.msg}: {_abridge(stripped, 40)}") \
+                from exc
         except json.JSONDecodeError as exc:
             if declared_json:
                 if not stripped:

@@ -93,13 +93,15 @@ class FlagRecord(_Frozen):
 #: client error, named in the message). Status: ``rate_limited`` (429), ``http_5xx``,
 #: ``http_4xx``, ``redirect`` (3xx: not followed). Body: ``too_large`` (over the size cap),
 #: ``bad_content_encoding`` (e.g. labelled gzip but not), ``not_text`` (undecodable in its
-#: charset), ``html_page`` (an HTML document, whatever the status), ``no_text`` (no answer text:
-#: empty body or string, tool calls only), ``malformed_response`` (malformed or unrecognised
-#: JSON, an error object; the message starts with which).
+#: charset, or a charset that is no text encoding), ``html_page`` (an HTML document, whatever
+#: the status), ``non_text_document`` (XML, PDF, an image, ``application/octet-stream``...: a
+#: body that is neither text nor JSON), ``no_text`` (no answer text: empty body or string, tool
+#: calls only), ``malformed_response`` (malformed, too deeply nested or unrecognised JSON, an
+#: error object even beside text, an unreadable reply; the message starts with which).
 FailureKind = Literal[
     "unreachable", "connection_lost", "timeout", "unsupported_url", "transport_error",
     "rate_limited", "http_5xx", "http_4xx", "redirect", "too_large", "bad_content_encoding",
-    "not_text", "html_page", "no_text", "malformed_response",
+    "not_text", "html_page", "non_text_document", "no_text", "malformed_response",
 ]
 
 

@@ -37,8 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+# numpy and scikit-learn are imported where they compute: importing them takes about 1 s, and
+# ``evalloop gate --help`` / ``evalloop ab --help`` import this module
 
 __all__ = [
     "CATEGORIES",
@@ -148,6 +148,8 @@ def split_claims(answer: str) -> list[str]:
 
 
 def _content(text: str) -> list[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
     return [w for w in (t.lower().strip(".,'") for t in _WORD.findall(text))
             if w and w not in ENGLISH_STOP_WORDS]
 
@@ -162,6 +164,9 @@ def nearest_passages(claim: str, passages: Sequence[KnowledgePassage]
     the given order); ``[]`` for no passages."""
     if not passages:
         return []
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, stop_words="english",
                           token_pattern=r"(?u)\b\w[\w$%.-]*\w\b|\b\w\b")
     try:

@@ -25,8 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import optimize, stats
+# numpy and scipy are imported inside the functions that compute: importing scipy.stats takes
+# about 1 s, and ``evalloop gate --help`` / ``evalloop ab --help`` import this module
 
 __all__ = ["ALPHA", "POWER", "PairedTest", "detectable_effect", "paired_test", "power"]
 
@@ -52,6 +52,8 @@ def power(d_z: float, n: int, alpha: float = ALPHA) -> float:
     """
     if n < 2:
         raise ValueError(f"power needs at least 2 pairs, got {n}")
+    from scipy import stats
+
     df = n - 1
     crit = float(stats.t.ppf(1 - alpha / 2, df))
     nc = d_z * math.sqrt(n)
@@ -73,6 +75,8 @@ def detectable_effect(n: int, target: float = POWER, alpha: float = ALPHA) -> fl
     """
     if n < 2:
         raise ValueError(f"a detectable effect needs at least 2 pairs, got {n}")
+    from scipy import optimize
+
     hi = 1.0
     while power(hi, n, alpha) < target:
         hi *= 2.0
@@ -129,6 +133,9 @@ def paired_test(baseline: Sequence[float], current: Sequence[float],
     if n == 0:
         return PairedTest(0, None, None, None, None, None, None, None, None, None, None, False,
                           "no shared scored cases")
+    import numpy as np
+    from scipy import stats
+
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(current, dtype=float)
     diff = c - b

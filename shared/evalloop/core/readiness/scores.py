@@ -28,8 +28,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from scipy import stats
-
 from evalloop.core.judge.types import Judgement
 
 __all__ = [
@@ -146,6 +144,8 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95
         return None
     mean = math.fsum(values) / n
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    from scipy import stats  # here, not at import: scipy.stats takes ~1 s to import
+
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
     return max(0.0, mean - half), min(1.0, mean + half)
 
