@@ -112,9 +112,10 @@ async def test_erase_by_user_removes_the_persons_text_everywhere(
         env={"EVALLOOP_POSTGRES__DSN": db_dsn})
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
+    UUID(report.pop("erase_id"))
     assert report == {"conversations": ["c-jo"], "deleted": {
         "review_queue": 3, "triage_cases": 3, "monitor_turns": 3,
-        "negative_cases": 3, "events": 6}}
+        "negative_cases": 3, "events": 6}, "redacted": {"golden_cases": 0}}
     after = await counts(pool)
     assert after["events"] == 12 and after["negative_cases"] == 6
     assert after["triage_cases"] == 6 and after["review_queue"] == 0
@@ -127,8 +128,9 @@ async def test_erase_by_user_removes_the_persons_text_everywhere(
         assert left == 0, table
     # erasing again finds nothing
     again = await erase_conversations(pool, ["c-jo"])
-    assert again == dict.fromkeys(
+    assert again.deleted == dict.fromkeys(
         ("review_queue", "triage_cases", "monitor_turns", "negative_cases", "events"), 0)
+    assert again.redacted == {"golden_cases": 0}
 
 
 async def test_erase_by_conversation_of_one_agent_only(pool: asyncpg.Pool, db_dsn: str) -> None:
@@ -136,7 +138,7 @@ async def test_erase_by_conversation_of_one_agent_only(pool: asyncpg.Pool, db_ds
     other = [e.model_copy(update={"agent_id": "cdc", "event_id": uuid5(NS, f"cdc/{e.event_id}")})
              for e in turn("c-jo", 0, T0 + timedelta(days=3))]
     await run_loop(settings_for(db_dsn), pool, other)
-    deleted = await erase_conversations(pool, ["c-jo"], agent_id="cdc")
+    deleted = (await erase_conversations(pool, ["c-jo"], agent_id="cdc")).deleted
     assert (deleted["events"], deleted["negative_cases"], deleted["monitor_turns"]) == (2, 1, 1)
     assert await pool.fetchval("SELECT count(*) FROM events WHERE conversation_id = 'c-jo'") \
         == 6  # hr's copy of the conversation id is another conversation

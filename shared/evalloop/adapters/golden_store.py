@@ -40,6 +40,7 @@ from evalloop.errors import ConfigError, GoldenSetError, StorageError
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "ERASED_MARKER",
     "AgentRecord",
     "GoldenVersion",
     "ImportOutcome",
@@ -57,6 +58,7 @@ __all__ = [
     "load_cases_on",
     "load_eval_run",
     "load_golden_cases",
+    "redact_cases",
     "save_eval_run",
     "start_eval_run",
     "store_version",
@@ -292,6 +294,71 @@ async def store_version(conn: asyncpg.Connection, *, agent_id: str, golden_set_i
         "UPDATE golden_sets SET latest_version = $3 WHERE agent_id = $1 "
         "AND golden_set_id = $2", agent_id, golden_set_id, number)
     return ImportOutcome(_version(row), created=True)
+
+
+#: What erasure leaves in place of a person's text in a golden case (``docs/security.md#erasure``).
+ERASED_MARKER = "[erased]"
+
+
+async def redact_cases(conn: asyncpg.Connection, cases: set[tuple[str, str, str]], *,
+                       erase_id: UUID, at: datetime) -> int:
+    """Replace the free text of golden cases with :data:`ERASED_MARKER` in every version of
+    their set that holds them, inside the caller's (erasure) transaction.
+
+    Question, expected answer, each context chunk, expected behaviour and notes become the
+    marker (a NULL stays NULL, a list keeps its length); case ids, positions, flags, category,
+    tags and the versions' diffs stay, so runs and diffs still line up. Each version's
+    ``content_hash`` is recomputed and one ``golden_redactions`` row per (version, case) says
+    when, by which erase request, and the hash before and after (``docs/security.md#erasure``).
+
+    Args:
+        conn: a connection in a transaction (the erasure's: it commits or rolls back with the
+            deletions).
+        cases: ``(agent_id, golden_set_id, case_id)`` of the cases to redact.
+        erase_id: the erase request (recorded on each audit row).
+        at: when (UTC).
+
+    Returns:
+        The number of (version, case) rows redacted.
+
+    Raises:
+        Exception: the driver's errors, unmapped: the caller owns the transaction.
+    """
+    by_set: dict[tuple[str, str], list[str]] = {}
+    for agent_id, set_id, case_id in sorted(cases):
+        by_set.setdefault((agent_id, set_id), []).append(case_id)
+    if not by_set:
+        return 0
+    await conn.execute("SET LOCAL evalloop.erasure = 'on'")
+    total = 0
+    for (agent_id, set_id), case_ids in by_set.items():
+        # the set's row lock: a confirm or retire of this set waits for the erasure
+        await conn.execute("SELECT 1 FROM golden_sets WHERE agent_id = $1 AND golden_set_id = $2"
+                           " FOR UPDATE", agent_id, set_id)
+        versions = await conn.fetch(
+            "SELECT v.version_id, v.content_hash FROM golden_set_versions v WHERE v.agent_id = $1"
+            " AND v.golden_set_id = $2 AND EXISTS (SELECT 1 FROM golden_cases c WHERE"
+            " c.version_id = v.version_id AND c.case_id = ANY($3::text[]))"
+            " ORDER BY v.version", agent_id, set_id, case_ids)
+        for v in versions:
+            rows = await conn.fetch(
+                "UPDATE golden_cases SET question = $3,"
+                " expected_answer = CASE WHEN expected_answer IS NULL THEN NULL ELSE $3 END,"
+                " context_chunks = array_fill($3::text, ARRAY[cardinality(context_chunks)]),"
+                " expected_behavior = CASE WHEN expected_behavior IS NULL THEN NULL ELSE $3 END,"
+                " notes = CASE WHEN notes IS NULL THEN NULL ELSE $3 END"
+                " WHERE version_id = $1 AND case_id = ANY($2::text[]) RETURNING case_id",
+                v["version_id"], case_ids, ERASED_MARKER)
+            after = content_hash(await _cases_of(conn, v["version_id"]))
+            await conn.execute("UPDATE golden_set_versions SET content_hash = $2"
+                               " WHERE version_id = $1", v["version_id"], after)
+            await conn.executemany(
+                "INSERT INTO golden_redactions (erase_id, version_id, case_id, redacted_at,"
+                " hash_before, hash_after) VALUES ($1, $2, $3, $4, $5, $6)",
+                [(erase_id, v["version_id"], r["case_id"], at, v["content_hash"], after)
+                 for r in sorted(rows, key=lambda r: r["case_id"])])
+            total += len(rows)
+    return total
 
 
 async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None

@@ -78,7 +78,8 @@ def erase(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON line")] = False,
 ) -> None:
     """Remove a person's text everywhere: events, negative cases, monitor turns, triage cases,
-    the review queue (the candidate outbox). Prints rows deleted per table.
+    the review queue (the candidate outbox); golden cases confirmed from those conversations are
+    redacted in every version. Prints rows deleted per table and golden cases redacted.
 
     Example: evalloop erase --conversation c-1842 or evalloop erase --user u-77.
     """
@@ -86,15 +87,21 @@ def erase(
         raise typer.BadParameter("give --conversation ID (repeatable) or --user ID")
     settings = Settings()
 
-    async def work(pool: asyncpg.Pool) -> tuple[list[str], dict[str, int]]:
+    async def work(pool: asyncpg.Pool) -> tuple[list[str], privacy_store.Erasure]:
         convs = list(conversation or [])
         if user is not None:
             convs += await privacy_store.conversations_of_user(pool, user)
-        counts = await privacy_store.erase_conversations(pool, convs, agent_id=agent)
-        return sorted(set(convs)), counts
+        done = await privacy_store.erase_conversations(pool, convs, agent_id=agent)
+        return sorted(set(convs)), done
 
-    convs, counts = _with_pool(settings, work)
-    if not as_json:
-        typer.echo(f"erased {len(convs)} conversation(s)"
-                   + (f" of user {user}" if user is not None else ""))
-    _report(counts, as_json, conversations=convs)
+    convs, done = _with_pool(settings, work)
+    if as_json:
+        typer.echo(json.dumps({"erase_id": str(done.erase_id), "conversations": convs,
+                               "deleted": done.deleted, "redacted": done.redacted}))
+        return
+    typer.echo(f"erased {len(convs)} conversation(s)"
+               + (f" of user {user}" if user is not None else "")
+               + f" (erase request {done.erase_id})")
+    _report(done.deleted, as_json=False)
+    for table, n in done.redacted.items():
+        typer.echo(f"{table:16} {n:>9} redacted in every golden-set version holding them")
