@@ -10,13 +10,18 @@ from typing import Any
 from uuid import UUID, uuid5
 
 import asyncpg
+import pytest
 from typer.testing import CliRunner
 
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.embedder import HashingEmbedder
+from evalloop.adapters.golden_store import content_hash, import_golden_set, load_golden_cases
 from evalloop.adapters.postgres import connect_pool
 from evalloop.adapters.privacy_store import erase_conversations, prune
+from evalloop.adapters.review_store import confirm_candidates
 from evalloop.cli.main import app
+from evalloop.core.evaluation.cases import EvalCase, EvalSet
+from evalloop.core.review import Reviewer
 from evalloop.events import AgentResponse, FeedbackEvent, UserRating
 from evalloop.replay.loop import in_process_loop
 from evalloop.runtime import Deps
@@ -131,6 +136,104 @@ async def test_erase_by_user_removes_the_persons_text_everywhere(
     assert again.deleted == dict.fromkeys(
         ("review_queue", "triage_cases", "monitor_turns", "negative_cases", "events"), 0)
     assert again.redacted == {"golden_cases": 0}
+
+
+HR_1 = EvalCase(id="hr-1", input="How many vacation days after five years?",
+                expected_answer="25 days.", context_chunks=("handbook-4.2",),
+                category="routine", notes="from the handbook")
+
+
+async def golden_versions(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    return await pool.fetch("SELECT version_id, version, content_hash, diff FROM"
+                            " golden_set_versions WHERE agent_id = 'hr' ORDER BY version")
+
+
+async def test_erase_redacts_confirmed_golden_cases_in_every_version(
+    pool: asyncpg.Pool, db_dsn: str
+) -> None:
+    await run_loop(settings_for(db_dsn), pool, dataset())
+    await import_golden_set(pool, EvalSet(set_id="hr-golden", source="hr.json",
+                                          format="golden_json", cases=(HR_1,)), agent_id="hr")
+    jo = await pool.fetch("SELECT candidate_id, row_version FROM review_queue r JOIN"
+                          " negative_cases n USING (case_id) WHERE n.conversation_id = 'c-jo'"
+                          " ORDER BY candidate_id")
+    assert len(jo) == 3
+    ann = Reviewer("ann")
+    # v2: Jo's first turn, edited; v3: her second turn (v3 holds both)
+    a = (await confirm_candidates(pool, [(jo[0]["candidate_id"], jo[0]["row_version"], {
+        "expected_answer": "New employees get 20 days.", "notes": "Jo asked twice",
+        "expected_behavior": "answers with the number of days"})], reviewer=ann)
+         )["items"][0]["golden_case_id"]
+    # the answer of Jo's second turn was found in a handbook passage
+    await pool.execute("UPDATE review_queue SET expected_answer_ref = 'passage:handbook-4.1'"
+                       " WHERE candidate_id = $1", jo[1]["candidate_id"])
+    b = (await confirm_candidates(pool, [(jo[1]["candidate_id"], jo[1]["row_version"], None)],
+                                  reviewer=ann))["items"][0]["golden_case_id"]
+    before = await golden_versions(pool)
+    assert [v["version"] for v in before] == [1, 2, 3]
+    v1, v2, v3 = (v["version_id"] for v in before)
+    assert (await load_golden_cases(pool, v2))[1].expected_answer == "New employees get 20 days."
+    assert (await load_golden_cases(pool, v3))[2].context_chunks == ("handbook-4.1",)
+
+    result = await asyncio.to_thread(
+        CliRunner().invoke, app, ["erase", "--conversation", "c-jo", "--json"],
+        env={"EVALLOOP_POSTGRES__DSN": db_dsn})
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    erase_id = UUID(report.pop("erase_id"))
+    assert report == {"conversations": ["c-jo"], "deleted": {
+        "review_queue": 3, "triage_cases": 3, "monitor_turns": 3,
+        "negative_cases": 3, "events": 6}, "redacted": {"golden_cases": 3}}
+
+    # the text is gone from every version; structure, flags and the other case stay
+    cases = {v: await load_golden_cases(pool, v) for v in (v1, v2, v3)}
+    assert cases[v1] == (HR_1,)
+    assert [c.id for c in cases[v2]] == ["hr-1", a]
+    assert [c.id for c in cases[v3]] == ["hr-1", a, b]
+    for v in (v2, v3):
+        assert cases[v][0] == HR_1
+    erased_a = cases[v3][1]
+    assert (erased_a.input, erased_a.expected_answer, erased_a.expected_behavior,
+            erased_a.notes, erased_a.context_chunks) == (
+        "[erased]", "[erased]", "[erased]", "[erased]", ())
+    assert (erased_a.category, erased_a.should_refuse, erased_a.should_escalate,
+            erased_a.created_by) == ("routine", False, False, "ann")
+    assert cases[v2][1] == erased_a
+    erased_b = cases[v3][2]
+    assert (erased_b.input, erased_b.notes, erased_b.context_chunks) == (
+        "[erased]", "[erased]", ("[erased]",))
+    text = json.dumps([r["q"] for r in await pool.fetch(
+        "SELECT row_to_json(c)::text AS q FROM golden_cases c")])
+    assert "vacation" not in text.replace(HR_1.input, "") and "Jo asked" not in text
+
+    # each version's hash is the hash of what it now holds; v1 and the diffs are unchanged
+    after = await golden_versions(pool)
+    assert after[0]["content_hash"] == before[0]["content_hash"]
+    assert [v["diff"] for v in after] == [v["diff"] for v in before]
+    for v in after:
+        assert v["content_hash"] == content_hash(cases[v["version_id"]])
+    assert after[1]["content_hash"] != before[1]["content_hash"]
+    # the audit says which request redacted which case of which version, and the hashes
+    audit = await pool.fetch(
+        "SELECT erase_id, version_id, case_id, hash_before, hash_after, redacted_at"
+        " FROM golden_redactions ORDER BY version_id = $1 DESC, case_id", v2)
+    assert [tuple(r.values())[:5] for r in audit] == [
+        (erase_id, v2, a, before[1]["content_hash"], after[1]["content_hash"]),
+        (erase_id, v3, a, before[2]["content_hash"], after[2]["content_hash"]),
+        (erase_id, v3, b, before[2]["content_hash"], after[2]["content_hash"]),
+    ]
+    assert len({r["redacted_at"] for r in audit}) == 1
+
+    # outside an erasure the versions stay immutable; inside one, flags cannot change
+    with pytest.raises(asyncpg.RaiseError, match="golden set versions are immutable"):
+        await pool.execute("UPDATE golden_cases SET question = 'x' WHERE case_id = 'hr-1'")
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL evalloop.erasure = 'on'")
+        with pytest.raises(asyncpg.RaiseError, match="immutable: UPDATE on golden_cases"):
+            await conn.execute("UPDATE golden_cases SET should_refuse = true"
+                               " WHERE case_id = 'hr-1'")
+    with pytest.raises(asyncpg.RaiseError, match="append-only"):
+        await pool.execute("DELETE FROM golden_redactions")
 
 
 async def test_erase_by_conversation_of_one_agent_only(pool: asyncpg.Pool, db_dsn: str) -> None:

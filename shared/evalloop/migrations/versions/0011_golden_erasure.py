@@ -26,14 +26,13 @@ def upgrade() -> None:
         CREATE OR REPLACE FUNCTION golden_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             IF TG_OP = 'UPDATE' AND current_setting('evalloop.erasure', true) = 'on' THEN
+                -- to_jsonb: one function serves both tables (a record field of the other
+                -- table would not resolve)
                 IF TG_TABLE_NAME = 'golden_cases'
-                   AND (NEW.version_id, NEW.case_id, NEW.position, NEW.tags, NEW.difficulty,
-                        NEW.should_refuse, NEW.should_escalate, NEW.category, NEW.created_by,
-                        NEW.created_at)
-                       IS NOT DISTINCT FROM
-                       (OLD.version_id, OLD.case_id, OLD.position, OLD.tags, OLD.difficulty,
-                        OLD.should_refuse, OLD.should_escalate, OLD.category, OLD.created_by,
-                        OLD.created_at) THEN
+                   AND (to_jsonb(NEW) - ARRAY['question', 'expected_answer', 'context_chunks',
+                                              'expected_behavior', 'notes'])
+                       = (to_jsonb(OLD) - ARRAY['question', 'expected_answer', 'context_chunks',
+                                                'expected_behavior', 'notes']) THEN
                     RETURN NEW;
                 END IF;
                 IF TG_TABLE_NAME = 'golden_set_versions'
