@@ -224,6 +224,37 @@ async def test_erase_redacts_confirmed_golden_cases_in_every_version(
     ]
     assert len({r["redacted_at"] for r in audit}) == 1
 
+    # verify explains the changed hashes instead of calling them tampering
+    day = f"{audit[0]['redacted_at']:%Y-%m-%d}"
+    verify = await asyncio.to_thread(
+        CliRunner().invoke, app, ["golden", "verify", "--agent", "hr"],
+        env={"EVALLOOP_POSTGRES__DSN": db_dsn})
+    assert verify.exit_code == 0, verify.output
+    assert verify.stdout.splitlines() == [
+        "hr/hr-golden v1: intact: content matches its hash",
+        f"hr/hr-golden v2: redacted: redacted by erasure on {day} (1 case: {a})",
+        f"hr/hr-golden v3: redacted: redacted by erasure on {day} (2 cases: {a}, {b})",
+    ]
+    # a change that is not an erasure's is a mismatch (exit 1), and says what it knows
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL evalloop.erasure = 'on'")
+        await conn.execute("UPDATE golden_cases SET notes = 'edited by hand'"
+                           " WHERE case_id = 'hr-1' AND version_id = $1", v3)
+    verify = await asyncio.to_thread(
+        CliRunner().invoke, app, ["golden", "verify", "--agent", "hr", "--json"],
+        env={"EVALLOOP_POSTGRES__DSN": db_dsn})
+    assert verify.exit_code == 1, verify.output
+    rows = [json.loads(line) for line in verify.stdout.splitlines()]
+    assert [(r["version"], r["status"]) for r in rows] == [
+        (1, "intact"), (2, "redacted"), (3, "mismatch")]
+    assert rows[2]["message"] == (
+        "content does not match its stored hash: changed outside evalloop (earlier: redacted"
+        f" by erasure on {day} (2 cases: {a}, {b}))")
+    assert rows[2]["redactions"] == [{
+        "erase_id": str(erase_id), "redacted_at": audit[0]["redacted_at"].isoformat(),
+        "case_ids": [a, b], "hash_before": before[2]["content_hash"]}]
+    assert rows[2]["stored_hash"] == after[2]["content_hash"] != rows[2]["actual_hash"]
+
     # outside an erasure the versions stay immutable; inside one, flags cannot change
     with pytest.raises(asyncpg.RaiseError, match="golden set versions are immutable"):
         await pool.execute("UPDATE golden_cases SET question = 'x' WHERE case_id = 'hr-1'")

@@ -45,6 +45,7 @@ __all__ = [
     "GoldenVersion",
     "ImportOutcome",
     "RunRow",
+    "VersionCheck",
     "content_hash",
     "diff_cases",
     "get_agent",
@@ -63,6 +64,7 @@ __all__ = [
     "start_eval_run",
     "store_version",
     "upsert_agent",
+    "verify_versions",
 ]
 
 
@@ -359,6 +361,78 @@ async def redact_cases(conn: asyncpg.Connection, cases: set[tuple[str, str, str]
                  for r in sorted(rows, key=lambda r: r["case_id"])])
             total += len(rows)
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class VersionCheck:
+    """One version's stored content checked against its ``content_hash``.
+
+    Attributes:
+        agent_id, golden_set_id, version: the version.
+        status: ``intact`` (hash matches, never redacted), ``redacted`` (hash matches the
+            content an erasure left; ``redactions`` says when and what) or ``mismatch`` (the
+            content is not what its hash says: changed outside evalloop).
+        stored_hash, actual_hash: the version's ``content_hash`` and the hash of its cases now.
+        redactions: ``[{"erase_id", "redacted_at" (UTC ISO), "case_ids", "hash_before"}]``,
+            oldest first, one per erase request.
+        message: one line for people, e.g. ``redacted by erasure on 2026-11-30 (1 case: fb-1)``.
+    """
+
+    agent_id: str
+    golden_set_id: str
+    version: int
+    status: str
+    stored_hash: str
+    actual_hash: str
+    redactions: list[dict[str, Any]]
+    message: str
+
+
+async def verify_versions(pool: asyncpg.Pool, agent_id: str | None = None
+                          ) -> list[VersionCheck]:
+    """Recompute every version's content hash (of one agent, or all) and explain changes.
+
+    A version erasure redacted carries the hash of its redacted content, and its
+    ``golden_redactions`` rows name the request, the date and the hash before
+    (``docs/security.md#erasure``); any other difference is a ``mismatch``.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    out: list[VersionCheck] = []
+    with storage_errors("verifying golden sets"):
+        async with pool.acquire() as conn:
+            versions = await conn.fetch(
+                "SELECT version_id, agent_id, golden_set_id, version, content_hash"
+                " FROM golden_set_versions WHERE $1::text IS NULL OR agent_id = $1"
+                " ORDER BY agent_id, golden_set_id, version", agent_id)
+            for v in versions:
+                actual = content_hash(await _cases_of(conn, v["version_id"]))
+                rows = await conn.fetch(
+                    "SELECT erase_id, min(redacted_at) AS at, array_agg(case_id ORDER BY"
+                    " case_id) AS case_ids, min(hash_before) AS hash_before"
+                    " FROM golden_redactions WHERE version_id = $1 GROUP BY erase_id"
+                    " ORDER BY 2, 1", v["version_id"])
+                redactions = [{"erase_id": str(r["erase_id"]),
+                               "redacted_at": r["at"].isoformat(),
+                               "case_ids": list(r["case_ids"]),
+                               "hash_before": r["hash_before"]} for r in rows]
+                erased = "; ".join(
+                    f"redacted by erasure on {r['at']:%Y-%m-%d} ({len(r['case_ids'])} case"
+                    f"{'s' if len(r['case_ids']) != 1 else ''}: {', '.join(r['case_ids'])})"
+                    for r in rows)
+                if actual != v["content_hash"]:
+                    status = "mismatch"
+                    message = ("content does not match its stored hash: changed outside "
+                               "evalloop" + (f" (earlier: {erased})" if erased else ""))
+                elif rows:
+                    status, message = "redacted", erased
+                else:
+                    status, message = "intact", "content matches its hash"
+                out.append(VersionCheck(v["agent_id"], v["golden_set_id"], v["version"],
+                                        status, v["content_hash"], actual, redactions,
+                                        message))
+    return out
 
 
 async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None
