@@ -267,6 +267,31 @@ async def test_erase_redacts_confirmed_golden_cases_in_every_version(
         await pool.execute("DELETE FROM golden_redactions")
 
 
+async def test_erase_text_output_counts_golden_cases_redacted(
+    pool: asyncpg.Pool, db_dsn: str
+) -> None:
+    await run_loop(settings_for(db_dsn), pool, dataset())
+    jo = await pool.fetchrow("SELECT candidate_id, row_version FROM review_queue ORDER BY"
+                             " candidate_id LIMIT 1")
+    await confirm_candidates(pool, [(jo["candidate_id"], jo["row_version"], None)],
+                             reviewer=Reviewer("ann"))
+    result = await asyncio.to_thread(
+        CliRunner().invoke, app, ["erase", "--user", "u-77"],
+        env={"EVALLOOP_POSTGRES__DSN": db_dsn})
+    assert result.exit_code == 0, result.output
+    erase_id = await pool.fetchval("SELECT erase_id FROM golden_redactions")
+    assert result.stdout.splitlines() == [
+        f"erased 1 conversation(s) of user u-77 (erase request {erase_id})",
+        "review_queue             3",
+        "triage_cases             3",
+        "monitor_turns            3",
+        "negative_cases           3",
+        "events                   6",
+        "total                   18",
+        "golden_cases             1 redacted in every golden-set version holding them",
+    ]
+
+
 async def test_erase_by_conversation_of_one_agent_only(pool: asyncpg.Pool, db_dsn: str) -> None:
     await run_loop(settings_for(db_dsn), pool, dataset())
     other = [e.model_copy(update={"agent_id": "cdc", "event_id": uuid5(NS, f"cdc/{e.event_id}")})
