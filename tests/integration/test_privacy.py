@@ -21,7 +21,7 @@ from evalloop.adapters.privacy_store import erase_conversations, prune
 from evalloop.adapters.review_store import confirm_candidates
 from evalloop.cli.main import app
 from evalloop.core.evaluation.cases import EvalCase, EvalSet
-from evalloop.core.review import Reviewer
+from evalloop.core.review import Reviewer, golden_case_id
 from evalloop.events import AgentResponse, FeedbackEvent, UserRating
 from evalloop.replay.loop import in_process_loop
 from evalloop.runtime import Deps
@@ -290,6 +290,38 @@ async def test_erase_text_output_counts_golden_cases_redacted(
         "total                   18",
         "golden_cases             1 redacted in every golden-set version holding them",
     ]
+
+
+async def test_erase_waits_for_a_confirm_in_flight_and_redacts_what_it_made(
+    pool: asyncpg.Pool, db_dsn: str
+) -> None:
+    await run_loop(settings_for(db_dsn), pool, dataset())
+    cand = await pool.fetchval("SELECT min(candidate_id::text)::uuid FROM review_queue")
+    case_id = golden_case_id(str(cand))
+    v1 = (await import_golden_set(pool, EvalSet(
+        set_id="hr-golden", source="hr.json", format="golden_json",
+        cases=(EvalCase(id=case_id, input="Jo's question", category="routine"),)),
+        agent_id="hr")).version.version_id
+    async with pool.acquire() as confirm:
+        # a confirm holds the candidate's row (as review_store does) and links it to v1
+        tx = confirm.transaction()
+        await tx.start()
+        await confirm.execute("SELECT 1 FROM review_queue WHERE candidate_id = $1 FOR UPDATE",
+                              cand)
+        await confirm.execute(
+            "UPDATE review_queue SET status = 'confirmed', golden_version_id = $2,"
+            " golden_case_id = $3 WHERE candidate_id = $1", cand, v1, case_id)
+        erase = asyncio.create_task(erase_conversations(pool, ["c-jo"]))
+        async with asyncio.timeout(30):
+            while not await pool.fetchval(  # noqa: ASYNC110 (the erasure waits for the lock)
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND datname = current_database()"):
+                await asyncio.sleep(0.02)
+        await tx.commit()
+    done = await erase
+    assert done.redacted == {"golden_cases": 1}
+    assert done.deleted["review_queue"] == 3
+    assert [c.input for c in await load_golden_cases(pool, v1)] == ["[erased]"]
 
 
 async def test_erase_by_conversation_of_one_agent_only(pool: asyncpg.Pool, db_dsn: str) -> None:

@@ -178,14 +178,21 @@ async def erase_conversations(
                 if table == "events":
                     event_ids = [r["event_id"] for r in rows]
             case_ids = [case_id_for(TurnKey(*k)) for k in sorted(keys)]
+            # lock the queue rows first, in candidate order, as a confirm does (then the
+            # golden set): a confirm racing the erasure either committed before (its case is
+            # seen here and redacted) or waits and finds the candidate gone
+            queued = await conn.fetch(
+                "SELECT golden_version_id, golden_case_id FROM review_queue"
+                " WHERE case_id = ANY($1::uuid[]) OR evidence_event_ids && $2::uuid[]"
+                " ORDER BY candidate_id FOR UPDATE", case_ids, event_ids)
+            links = [(r["golden_version_id"], r["golden_case_id"]) for r in queued
+                     if r["golden_version_id"] is not None and r["golden_case_id"] is not None]
             confirmed = await conn.fetch(
-                "SELECT v.agent_id, v.golden_set_id, q.golden_case_id FROM review_queue q"
-                " JOIN golden_set_versions v ON v.version_id = q.golden_version_id"
-                " WHERE (q.case_id = ANY($1::uuid[]) OR q.evidence_event_ids && $2::uuid[])"
-                " AND q.golden_case_id IS NOT NULL", case_ids, event_ids)
+                "SELECT v.agent_id, v.golden_set_id, l.case_id FROM golden_set_versions v"
+                " JOIN unnest($1::uuid[], $2::text[]) AS l (version_id, case_id)"
+                " USING (version_id)", [v for v, _ in links], [c for _, c in links])
             redacted = await redact_cases(
-                conn, {(r["agent_id"], r["golden_set_id"], r["golden_case_id"])
-                       for r in confirmed},
+                conn, {(r["agent_id"], r["golden_set_id"], r["case_id"]) for r in confirmed},
                 erase_id=erase_id, at=await conn.fetchval("SELECT now()"))
             for table in ("review_queue", "triage_cases"):
                 status = await conn.execute(
