@@ -15,12 +15,26 @@ from typer.testing import CliRunner
 
 from evalloop.adapters.bus import InProcessBus
 from evalloop.adapters.embedder import HashingEmbedder
-from evalloop.adapters.golden_store import content_hash, import_golden_set, load_golden_cases
+from evalloop.adapters.golden_store import (
+    content_hash,
+    import_golden_set,
+    load_eval_run,
+    load_golden_cases,
+    save_eval_run,
+)
 from evalloop.adapters.postgres import connect_pool
 from evalloop.adapters.privacy_store import erase_conversations, prune
-from evalloop.adapters.review_store import confirm_candidates
+from evalloop.adapters.review_store import confirm_candidates, retire_case, skip_candidate
 from evalloop.cli.main import app
 from evalloop.core.evaluation.cases import EvalCase, EvalSet
+from evalloop.core.evaluation.results import (
+    AgentFailure,
+    CaseResult,
+    EvalRun,
+    FlagRecord,
+    GateRecord,
+    summarise,
+)
 from evalloop.core.review import Reviewer, golden_case_id
 from evalloop.events import AgentResponse, FeedbackEvent, UserRating
 from evalloop.replay.loop import in_process_loop
@@ -120,7 +134,8 @@ async def test_erase_by_user_removes_the_persons_text_everywhere(
     UUID(report.pop("erase_id"))
     assert report == {"conversations": ["c-jo"], "deleted": {
         "review_queue": 3, "triage_cases": 3, "monitor_turns": 3,
-        "negative_cases": 3, "events": 6}, "redacted": {"golden_cases": 0}}
+        "negative_cases": 3, "events": 6},
+        "redacted": {"golden_cases": 0, "review_actions": 0, "eval_results": 0}}
     after = await counts(pool)
     assert after["events"] == 12 and after["negative_cases"] == 6
     assert after["triage_cases"] == 6 and after["review_queue"] == 0
@@ -135,7 +150,7 @@ async def test_erase_by_user_removes_the_persons_text_everywhere(
     again = await erase_conversations(pool, ["c-jo"])
     assert again.deleted == dict.fromkeys(
         ("review_queue", "triage_cases", "monitor_turns", "negative_cases", "events"), 0)
-    assert again.redacted == {"golden_cases": 0}
+    assert again.redacted == {"golden_cases": 0, "review_actions": 0, "eval_results": 0}
 
 
 HR_1 = EvalCase(id="hr-1", input="How many vacation days after five years?",
@@ -183,7 +198,8 @@ async def test_erase_redacts_confirmed_golden_cases_in_every_version(
     erase_id = UUID(report.pop("erase_id"))
     assert report == {"conversations": ["c-jo"], "deleted": {
         "review_queue": 3, "triage_cases": 3, "monitor_turns": 3,
-        "negative_cases": 3, "events": 6}, "redacted": {"golden_cases": 3}}
+        "negative_cases": 3, "events": 6},
+        "redacted": {"golden_cases": 3, "review_actions": 2, "eval_results": 0}}
 
     # the text is gone from every version; structure, flags and the other case stay
     cases = {v: await load_golden_cases(pool, v) for v in (v1, v2, v3)}
@@ -289,6 +305,8 @@ async def test_erase_text_output_counts_golden_cases_redacted(
         "events                   6",
         "total                   18",
         "golden_cases             1 redacted in every golden-set version holding them",
+        "review_actions           1 redacted in the review audit (who, what and when stay)",
+        "eval_results             0 redacted in the results of runs over those cases",
     ]
 
 
@@ -319,9 +337,164 @@ async def test_erase_waits_for_a_confirm_in_flight_and_redacts_what_it_made(
                 await asyncio.sleep(0.02)
         await tx.commit()
     done = await erase
-    assert done.redacted == {"golden_cases": 1}
+    assert done.redacted == {"golden_cases": 1, "review_actions": 0, "eval_results": 0}
     assert done.deleted["review_queue"] == 3
     assert [c.input for c in await load_golden_cases(pool, v1)] == ["[erased]"]
+
+
+AUDIT_TEXT_KEYS = {"question", "expected_answer", "context_chunks", "expected_behavior",
+                   "notes", "edits", "input"}
+
+
+def erased_doc(doc: Any) -> Any:
+    """The audit document as erasure must leave it: text keys (at any depth) -> the marker."""
+    if isinstance(doc, list):
+        return [erased_doc(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    return {k: (None if v is None else "[erased]") if k in AUDIT_TEXT_KEYS else erased_doc(v)
+            for k, v in doc.items()}
+
+
+def result(case_id: str, question: str, **kw: Any) -> CaseResult:
+    return CaseResult(case_id=case_id, category="routine", input=question,
+                      should_refuse=False, should_escalate=False, **kw)
+
+
+async def save_run(pool: asyncpg.Pool, n: int, version_id: UUID,
+                   results: list[CaseResult]) -> UUID:
+    run_id = uuid5(NS, f"run-{n}")
+    await save_eval_run(pool, EvalRun(
+        run_id=run_id, started_at=T0 + timedelta(days=5, hours=n),
+        finished_at=T0 + timedelta(days=5, hours=n, minutes=1), source="responses_file",
+        agent_id="hr", golden_set_version_id=version_id, results=results,
+        summary=summarise(results)))
+    return run_id
+
+
+async def test_erase_redacts_the_review_audit_and_eval_results_of_erased_cases(
+    pool: asyncpg.Pool, db_dsn: str
+) -> None:
+    await run_loop(settings_for(db_dsn), pool, dataset())
+    v1 = (await import_golden_set(pool, EvalSet(
+        set_id="hr-golden", source="hr.json", format="golden_json", cases=(HR_1,)),
+        agent_id="hr")).version.version_id
+    jo = await pool.fetch("SELECT candidate_id, row_version FROM review_queue ORDER BY"
+                          " candidate_id")
+    assert len(jo) == 3
+    ann = Reviewer("ann")
+    await skip_candidate(pool, jo[2]["candidate_id"], row_version=jo[2]["row_version"],
+                         reviewer=ann, reason="unsure what Jo meant")
+    a = (await confirm_candidates(pool, [(jo[0]["candidate_id"], jo[0]["row_version"], {
+        "expected_answer": "New employees get 20 days.", "notes": "Jo asked twice",
+        "expected_behavior": "answers with the number of days"})], reviewer=ann)
+         )["items"][0]["golden_case_id"]  # v2: hr-1, a
+    b = (await confirm_candidates(pool, [(jo[1]["candidate_id"], jo[1]["row_version"], None)],
+                                  reviewer=ann))["items"][0]["golden_case_id"]  # v3: hr-1, a, b
+    await retire_case(pool, "hr", "hr-golden", a, expected_version=3, reviewer=ann,
+                      reason="duplicate of Jo's other question")  # v4: hr-1, b
+    await retire_case(pool, "hr", "hr-golden", "hr-1", expected_version=4, reviewer=ann,
+                      reason="policy changed")  # v5: b
+    versions = {r["version"]: r["version_id"] for r in await pool.fetch(
+        "SELECT version, version_id FROM golden_set_versions WHERE agent_id = 'hr'")}
+    assert sorted(versions) == [1, 2, 3, 4, 5]
+    v2, v3 = versions[2], versions[3]
+    gate = GateRecord(gate="refusal", expected=False, observed=True, passed=False,
+                      kind="explicit", evidence="I can't discuss Jo's contract",
+                      reason="refused: 'I can't discuss Jo's contract'")
+    judge = {"model": "judge-m", "prompt_version": "p1", "reasons": {
+        "correctness": "says 10 days for Jo, the handbook says 20", "tone": None},
+        "raw": {"correctness": "2", "tone": None}, "advisory": [], "passages": ["p-1"],
+        "usage": {"calls": 1, "prompt_tokens": 120}}
+    hr1_result = result("hr-1", HR_1.input, status="passed", response="25 days.",
+                        response_format="canned")
+    a_result = result(
+        a, "How many vacation days do I get as a new employee this year?",
+        expected_behavior="answers with the number of days", status="failed_gate",
+        response="I can't discuss Jo's contract, you get 10 vacation days.",
+        response_format="canned", gates={"refusal": gate},
+        flags=[FlagRecord(name="hallucination", detail="claims 10 vacation days")],
+        scores={"correctness": 0.25, "tone": None}, composite=0.25, judge=judge,
+        retrieved_context=["p-1"])
+    b_result = result(b, "How many vacation days does a new employee get in the first year?",
+                      status="agent_error", error=AgentFailure(
+                          kind="http_5xx", message="HTTP 500: Jo's vacation days", attempts=1))
+    r1 = await save_run(pool, 1, v1, [hr1_result])
+    r2 = await save_run(pool, 2, v2, [hr1_result, a_result])
+    r3 = await save_run(pool, 3, v3, [b_result])
+    audit_before = await pool.fetch("SELECT * FROM review_actions ORDER BY action_id")
+    assert [(r["item_kind"], r["item_id"], r["action"]) for r in audit_before] == [
+        ("candidate", str(jo[2]["candidate_id"]), "skip"),
+        ("candidate", str(jo[0]["candidate_id"]), "confirm"),
+        ("candidate", str(jo[1]["candidate_id"]), "confirm"),
+        ("golden_case", f"hr/hr-golden/{a}", "retire"),
+        ("golden_case", "hr/hr-golden/hr-1", "retire"),
+    ]
+    assert "Jo asked twice" in json.dumps(audit_before[3]["before"])
+
+    done = await erase_conversations(pool, ["c-jo"])
+    # a in v2, v3; b in v3, v4, v5; the 4 audit rows of Jo's candidates and of case a;
+    # the results of a (run 2) and b (run 3)
+    assert done.redacted == {"golden_cases": 5, "review_actions": 4, "eval_results": 2}
+
+    audit = await pool.fetch("SELECT * FROM review_actions ORDER BY action_id")
+    keep = ("action_id", "agent_id", "item_kind", "item_id", "action", "reviewer",
+            "reviewer_role", "at", "golden_version_id")
+    assert [[r[k] for k in keep] for r in audit] == [[r[k] for k in keep] for r in audit_before]
+    for old, new in zip(audit_before[:4], audit[:4], strict=True):
+        assert (new["before"], new["after"]) == (erased_doc(old["before"]),
+                                                 erased_doc(old["after"]))
+        assert new["reason"] == (None if old["reason"] is None else "[erased]")
+    assert [r["evidence"] for r in audit] == [
+        "[erased]", "[erased]", "[erased]", {"version": 3}, {"version": 4}]
+    assert [r["reason"] for r in audit] == [
+        "[erased]", None, None, "[erased]", "policy changed"]
+    assert audit[0]["before"]["question"] == "[erased]"
+    assert audit[0]["before"]["status"] == "pending" and audit[0]["after"] == {
+        "status": "pending", "row_version": jo[2]["row_version"] + 1, "skip_count": 1}
+    assert audit[1]["after"]["case"]["input"] == "[erased]"
+    assert audit[1]["after"]["case"]["id"] == a
+    assert audit[1]["after"]["edits"] == "[erased]"
+    assert (audit[3]["before"]["id"], audit[3]["before"]["input"],
+            audit[3]["before"]["notes"], audit[3]["before"]["category"]) == (
+        a, "[erased]", "[erased]", "routine")
+    assert dict(audit[4]) == dict(audit_before[4])  # hr-1 is no one's text
+    erased_text = json.dumps([[r["before"], r["after"], r["evidence"], r["reason"]]
+                              for r in audit[:4]])
+    assert "vacation" not in erased_text and "Jo" not in erased_text
+
+    # the results over the erased cases lose their text; everything else stays
+    run2, run3 = await load_eval_run(pool, r2), await load_eval_run(pool, r3)
+    assert run2 is not None and run3 is not None
+    assert run2.results[0] == hr1_result
+    assert run2.results[1] == a_result.model_copy(update={
+        "input": "[erased]", "expected_behavior": "[erased]", "response": "[erased]",
+        "gates": {"refusal": gate.model_copy(update={"evidence": "[erased]",
+                                                     "reason": "[erased]"})},
+        "flags": [FlagRecord(name="hallucination", detail="[erased]")],
+        "judge": {**judge, "reasons": {"correctness": "[erased]", "tone": None},
+                  "raw": {"correctness": "[erased]", "tone": None}}})
+    assert run3.results == [b_result.model_copy(update={
+        "input": "[erased]", "error": AgentFailure(kind="http_5xx", message="[erased]",
+                                                   attempts=1)})]
+    assert run2.summary == summarise([hr1_result, a_result])
+    assert (await load_eval_run(pool, r1)) is not None
+    assert (await load_eval_run(pool, r1)).results == [hr1_result]  # type: ignore[union-attr]
+    stored = json.dumps([r["t"] for r in await pool.fetch(
+        "SELECT row_to_json(r)::text AS t FROM eval_results r WHERE case_id <> 'hr-1'")])
+    assert "vacation" not in stored and "Jo" not in stored
+
+    # the audit stays append-only outside an erasure; inside one only its text may change
+    with pytest.raises(asyncpg.RaiseError, match="review audit is append-only: UPDATE"):
+        await pool.execute("UPDATE review_actions SET reason = 'x'")
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL evalloop.erasure = 'on'")
+        with pytest.raises(asyncpg.RaiseError, match="append-only: UPDATE on review_actions"):
+            await conn.execute("UPDATE review_actions SET reviewer = 'mallory'")
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL evalloop.erasure = 'on'")
+        with pytest.raises(asyncpg.RaiseError, match="append-only: DELETE on review_actions"):
+            await conn.execute("DELETE FROM review_actions")
 
 
 async def test_erase_by_conversation_of_one_agent_only(pool: asyncpg.Pool, db_dsn: str) -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "load_eval_run",
     "load_golden_cases",
     "redact_cases",
+    "redact_results",
     "save_eval_run",
     "start_eval_run",
     "store_version",
@@ -361,6 +362,69 @@ async def redact_cases(conn: asyncpg.Connection, cases: set[tuple[str, str, str]
                  for r in sorted(rows, key=lambda r: r["case_id"])])
             total += len(rows)
     return total
+
+
+def _erase_values(doc: Any, key: str) -> Any:
+    """``doc`` (a dict) with ``doc[key]`` replaced by the marker where it is not null."""
+    if isinstance(doc, dict) and doc.get(key) is not None:
+        return {**doc, key: ERASED_MARKER}
+    return doc
+
+
+def _redact_result_docs(gates: Any, flag_details: Any, error: Any, judge: Any
+                        ) -> tuple[Any, Any, Any, Any]:
+    """The free text of one result's documents replaced by :data:`ERASED_MARKER`: each gate's
+    ``evidence`` and ``reason``, each flag's ``detail``, the failure's ``message``, the judge's
+    ``reasons`` and ``raw`` verdicts; names, booleans, scores and ids stay."""
+    if isinstance(gates, dict):
+        gates = {g: _erase_values(_erase_values(d, "evidence"), "reason")
+                 for g, d in gates.items()}
+    if isinstance(flag_details, list):
+        flag_details = [_erase_values(f, "detail") for f in flag_details]
+    error = _erase_values(error, "message")
+    if isinstance(judge, dict):
+        judge = dict(judge)
+        for key in ("reasons", "raw"):
+            if isinstance(judge.get(key), dict):
+                judge[key] = {d: None if v is None else ERASED_MARKER
+                              for d, v in judge[key].items()}
+    return gates, flag_details, error, judge
+
+
+async def redact_results(conn: asyncpg.Connection, *, erase_id: UUID) -> int:
+    """Redact the eval results of every run over a golden-set version whose case the erase
+    request ``erase_id`` redacted (its ``golden_redactions`` rows), inside the caller's
+    transaction.
+
+    ``input`` (the question), ``expected_behavior`` and ``response`` (the agent's answer)
+    become :data:`ERASED_MARKER` (a NULL stays NULL), and so does the free text of the result's
+    documents: each gate's evidence and reason, each flag's detail, the failure message, the
+    judge's reasons and raw verdicts. Status, flags, scores, composite, latency and the
+    retrieved passage ids stay, so run summaries and comparisons do not change
+    (``docs/security.md#erasure``).
+
+    Returns:
+        The number of ``eval_results`` rows redacted.
+
+    Raises:
+        Exception: the driver's errors, unmapped: the caller owns the transaction.
+    """
+    rows = await conn.fetch(
+        "SELECT r.run_id, r.case_id, r.gates, r.flag_details, r.error, r.judge"
+        " FROM eval_results r JOIN eval_runs e USING (run_id)"
+        " WHERE (e.golden_set_version_id, r.case_id) IN (SELECT g.version_id, g.case_id"
+        "  FROM golden_redactions g WHERE g.erase_id = $1)"
+        " ORDER BY r.run_id, r.case_id FOR UPDATE OF r", erase_id)
+    await conn.executemany(
+        "UPDATE eval_results SET input = $3,"
+        " expected_behavior = CASE WHEN expected_behavior IS NULL THEN NULL ELSE $3 END,"
+        " response = CASE WHEN response IS NULL THEN NULL ELSE $3 END,"
+        " gates = $4, flag_details = $5, error = $6, judge = $7"
+        " WHERE run_id = $1 AND case_id = $2",
+        [(r["run_id"], r["case_id"], ERASED_MARKER,
+          *_redact_result_docs(r["gates"], r["flag_details"], r["error"], r["judge"]))
+         for r in rows])
+    return len(rows)
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,7 +83,9 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                          "Remove a person's text everywhere: events, negative cases, monitor "
                          "turns, triage cases, the review queue (the candidate outbox); golden "
                          "cases confirmed from those conversations are redacted in every "
-                         "version. Prints rows deleted per table and golden cases redacted."),
+                         "version, and so are their review audit rows and the eval results of "
+                         "runs over them. Prints rows deleted per table and rows redacted per "
+                         "table."),
     "web": LazyCommand("evalloop.cli.web:web",
                        "Serve the web app: every agent's feedback loop, the review queue, golden "
                        "sets and eval runs (docs/web.md)."),

@@ -68,6 +68,14 @@ def prune(
     _report(counts, as_json)
 
 
+#: What the text output says after each count of rows redacted (``docs/security.md#erasure``).
+_REDACTED_WHAT = {
+    "golden_cases": "redacted in every golden-set version holding them",
+    "review_actions": "redacted in the review audit (who, what and when stay)",
+    "eval_results": "redacted in the results of runs over those cases",
+}
+
+
 def erase(
     conversation: Annotated[list[str] | None, typer.Option(
         "--conversation", help="a conversation id to erase (repeatable)")] = None,
@@ -79,7 +87,8 @@ def erase(
 ) -> None:
     """Remove a person's text everywhere: events, negative cases, monitor turns, triage cases,
     the review queue (the candidate outbox); golden cases confirmed from those conversations are
-    redacted in every version. Prints rows deleted per table and golden cases redacted.
+    redacted in every version, and so are their review audit rows and the eval results of runs
+    over them. Prints rows deleted per table and rows redacted per table.
 
     Example: evalloop erase --conversation c-1842 or evalloop erase --user u-77.
     """
@@ -104,4 +113,4 @@ def erase(
                + f" (erase request {done.erase_id})")
     _report(done.deleted, as_json=False)
     for table, n in done.redacted.items():
-        typer.echo(f"{table:16} {n:>9} redacted in every golden-set version holding them")
+        typer.echo(f"{table:16} {n:>9} {_REDACTED_WHAT[table]}")

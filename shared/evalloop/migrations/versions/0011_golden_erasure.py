@@ -8,6 +8,10 @@ Revision ID: 0011
   its free text only (question, expected answer, context chunks, expected behaviour, notes) and
   a ``golden_set_versions`` row its ``content_hash`` only. Ids, positions, flags, category,
   tags and diffs never change (``docs/security.md#erasure``).
+* ``review_actions_append_only()`` (the trigger function of the review audit) still refuses
+  every DELETE and every UPDATE, except an erasure's: inside a transaction that ran
+  ``SET LOCAL evalloop.erasure = 'on'`` a row may change its free text only (``before``,
+  ``after``, ``evidence``, ``reason``); ids, item, action, reviewer, time and version stay.
 * ``golden_redactions``: one row per (erase request, version, case) redacted: when, the hash of
   the version before and after, so a changed content hash is explained. Append-only.
 """
@@ -45,6 +49,19 @@ def upgrade() -> None:
         END
         $$;
 
+        CREATE OR REPLACE FUNCTION review_actions_append_only() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'UPDATE' AND current_setting('evalloop.erasure', true) = 'on'
+               AND (to_jsonb(NEW) - ARRAY['before', 'after', 'evidence', 'reason'])
+                   = (to_jsonb(OLD) - ARRAY['before', 'after', 'evidence', 'reason']) THEN
+                RETURN NEW;
+            END IF;
+            RAISE EXCEPTION 'the review audit is append-only: % on % refused',
+                TG_OP, TG_TABLE_NAME;
+        END
+        $$;
+
         CREATE TABLE golden_redactions (
             erase_id      uuid NOT NULL,
             version_id    uuid NOT NULL REFERENCES golden_set_versions (version_id),
@@ -73,6 +90,13 @@ def downgrade() -> None:
         """
         DROP TABLE golden_redactions;
         DROP FUNCTION golden_redactions_append_only();
+        CREATE OR REPLACE FUNCTION review_actions_append_only() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'the review audit is append-only: % on % refused',
+                TG_OP, TG_TABLE_NAME;
+        END
+        $$;
         CREATE OR REPLACE FUNCTION golden_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             RAISE EXCEPTION 'golden set versions are immutable: % on % refused',
