@@ -422,6 +422,13 @@ async def test_erase_redacts_the_review_audit_and_eval_results_of_erased_cases(
     r1 = await save_run(pool, 1, v1, [hr1_result])
     r2 = await save_run(pool, 2, v2, [hr1_result, a_result])
     r3 = await save_run(pool, 3, v3, [b_result])
+    claims = [(r1, "hr-1", "You get 25 days.", None),
+              (r2, a, "Jo gets 10 vacation days.", "New employees get 20 days.")]
+    await pool.executemany(
+        "INSERT INTO hallucination_claims (run_id, case_id, claim_index, agent_id, claim, score,"
+        " supported, category, reason, nearest_passage_id, nearest_passage, correction,"
+        " judged_at) VALUES ($1, $2, 0, 'hr', $3, 0.5, false, 'fabricated',"
+        " 'contradicts ' || $3, 'p-1', 'New employees get 20 days.', $4, now())", claims)
     audit_before = await pool.fetch("SELECT * FROM review_actions ORDER BY action_id")
     assert [(r["item_kind"], r["item_id"], r["action"]) for r in audit_before] == [
         ("candidate", str(jo[2]["candidate_id"]), "skip"),
@@ -480,8 +487,17 @@ async def test_erase_redacts_the_review_audit_and_eval_results_of_erased_cases(
     assert run2.summary == summarise([hr1_result, a_result])
     assert (await load_eval_run(pool, r1)) is not None
     assert (await load_eval_run(pool, r1)).results == [hr1_result]  # type: ignore[union-attr]
+    assert [tuple(r) for r in await pool.fetch(
+        "SELECT case_id, claim, reason, correction, nearest_passage, score, category"
+        " FROM hallucination_claims ORDER BY run_id = $1 DESC", r1)] == [
+        ("hr-1", "You get 25 days.", "contradicts You get 25 days.", None,
+         "New employees get 20 days.", 0.5, "fabricated"),
+        (a, "[erased]", "[erased]", "[erased]", "New employees get 20 days.", 0.5,
+         "fabricated")]
     stored = json.dumps([r["t"] for r in await pool.fetch(
-        "SELECT row_to_json(r)::text AS t FROM eval_results r WHERE case_id <> 'hr-1'")])
+        "SELECT row_to_json(r)::text AS t FROM eval_results r WHERE case_id <> 'hr-1'"
+        " UNION ALL SELECT row_to_json(c)::text FROM hallucination_claims c"
+        " WHERE case_id <> 'hr-1'")])
     assert "vacation" not in stored and "Jo" not in stored
 
     # the audit stays append-only outside an erasure; inside one only its text may change

@@ -399,12 +399,13 @@ async def redact_results(conn: asyncpg.Connection, *, erase_id: UUID) -> int:
     ``input`` (the question), ``expected_behavior`` and ``response`` (the agent's answer)
     become :data:`ERASED_MARKER` (a NULL stays NULL), and so does the free text of the result's
     documents: each gate's evidence and reason, each flag's detail, the failure message, the
-    judge's reasons and raw verdicts. Status, flags, scores, composite, latency and the
-    retrieved passage ids stay, so run summaries and comparisons do not change
-    (``docs/security.md#erasure``).
+    judge's reasons and raw verdicts; the ``hallucination_claims`` of those results lose their
+    claim, reason and correction (the nearest passage is the knowledge base's, not the
+    person's). Status, flags, scores, composite, latency and the retrieved passage ids stay, so
+    run summaries and comparisons do not change (``docs/security.md#erasure``).
 
     Returns:
-        The number of ``eval_results`` rows redacted.
+        The number of ``eval_results`` rows redacted (their claims are not counted apart).
 
     Raises:
         Exception: the driver's errors, unmapped: the caller owns the transaction.
@@ -424,6 +425,12 @@ async def redact_results(conn: asyncpg.Connection, *, erase_id: UUID) -> int:
         [(r["run_id"], r["case_id"], ERASED_MARKER,
           *_redact_result_docs(r["gates"], r["flag_details"], r["error"], r["judge"]))
          for r in rows])
+    # the claims split from those answers (with the judge's reason and suggested correction)
+    await conn.execute(
+        "UPDATE hallucination_claims SET claim = $3, reason = $3,"
+        " correction = CASE WHEN correction IS NULL THEN NULL ELSE $3 END"
+        " WHERE (run_id, case_id) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))",
+        [r["run_id"] for r in rows], [r["case_id"] for r in rows], ERASED_MARKER)
     return len(rows)
 
 
