@@ -229,7 +229,7 @@ def test_help_shows_id_json_and_plain_text() -> None:
         shown = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "250"}).stdout
         assert db in " ".join(shown.split()), args
     golden = runner.invoke(app, ["golden", "--help"], env={"COLUMNS": "200"}).stdout
-    assert "Versioned golden sets (import, list, export, care, reminders)." in golden
+    assert "Versioned golden sets (import, list, export, care, reminders, verify)." in golden
     for args in (["keys", "create"], ["keys", "revoke"], ["prune"], ["erase"], ["web"], ["up"],
                  ["queue", "edit"], ["eval", "run"]):
         assert "``" not in runner.invoke(app, [*args, "--help"]).stdout, args

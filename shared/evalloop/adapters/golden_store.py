@@ -40,10 +40,12 @@ from evalloop.errors import ConfigError, GoldenSetError, StorageError
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "ERASED_MARKER",
     "AgentRecord",
     "GoldenVersion",
     "ImportOutcome",
     "RunRow",
+    "VersionCheck",
     "content_hash",
     "diff_cases",
     "get_agent",
@@ -57,10 +59,13 @@ __all__ = [
     "load_cases_on",
     "load_eval_run",
     "load_golden_cases",
+    "redact_cases",
+    "redact_results",
     "save_eval_run",
     "start_eval_run",
     "store_version",
     "upsert_agent",
+    "verify_versions",
 ]
 
 
@@ -292,6 +297,213 @@ async def store_version(conn: asyncpg.Connection, *, agent_id: str, golden_set_i
         "UPDATE golden_sets SET latest_version = $3 WHERE agent_id = $1 "
         "AND golden_set_id = $2", agent_id, golden_set_id, number)
     return ImportOutcome(_version(row), created=True)
+
+
+#: What erasure leaves in place of a person's text in a golden case (``docs/security.md#erasure``).
+ERASED_MARKER = "[erased]"
+
+
+async def redact_cases(conn: asyncpg.Connection, cases: set[tuple[str, str, str]], *,
+                       erase_id: UUID, at: datetime) -> int:
+    """Replace the free text of golden cases with :data:`ERASED_MARKER` in every version of
+    their set that holds them, inside the caller's (erasure) transaction.
+
+    Question, expected answer, each context chunk, expected behaviour and notes become the
+    marker (a NULL stays NULL, a list keeps its length); case ids, positions, flags, category,
+    tags and the versions' diffs stay, so runs and diffs still line up. Each version's
+    ``content_hash`` is recomputed and one ``golden_redactions`` row per (version, case) says
+    when, by which erase request, and the hash before and after (``docs/security.md#erasure``).
+
+    Args:
+        conn: a connection in a transaction (the erasure's: it commits or rolls back with the
+            deletions).
+        cases: ``(agent_id, golden_set_id, case_id)`` of the cases to redact.
+        erase_id: the erase request (recorded on each audit row).
+        at: when (UTC).
+
+    Returns:
+        The number of (version, case) rows redacted.
+
+    Raises:
+        Exception: the driver's errors, unmapped: the caller owns the transaction.
+    """
+    by_set: dict[tuple[str, str], list[str]] = {}
+    for agent_id, set_id, case_id in sorted(cases):
+        by_set.setdefault((agent_id, set_id), []).append(case_id)
+    if not by_set:
+        return 0
+    await conn.execute("SET LOCAL evalloop.erasure = 'on'")
+    total = 0
+    for (agent_id, set_id), case_ids in by_set.items():
+        # the set's row lock: a confirm or retire of this set waits for the erasure
+        await conn.execute("SELECT 1 FROM golden_sets WHERE agent_id = $1 AND golden_set_id = $2"
+                           " FOR UPDATE", agent_id, set_id)
+        versions = await conn.fetch(
+            "SELECT v.version_id, v.content_hash FROM golden_set_versions v WHERE v.agent_id = $1"
+            " AND v.golden_set_id = $2 AND EXISTS (SELECT 1 FROM golden_cases c WHERE"
+            " c.version_id = v.version_id AND c.case_id = ANY($3::text[]))"
+            " ORDER BY v.version", agent_id, set_id, case_ids)
+        for v in versions:
+            rows = await conn.fetch(
+                "UPDATE golden_cases SET question = $3,"
+                " expected_answer = CASE WHEN expected_answer IS NULL THEN NULL ELSE $3 END,"
+                " context_chunks = array_fill($3::text, ARRAY[cardinality(context_chunks)]),"
+                " expected_behavior = CASE WHEN expected_behavior IS NULL THEN NULL ELSE $3 END,"
+                " notes = CASE WHEN notes IS NULL THEN NULL ELSE $3 END"
+                " WHERE version_id = $1 AND case_id = ANY($2::text[]) RETURNING case_id",
+                v["version_id"], case_ids, ERASED_MARKER)
+            after = content_hash(await _cases_of(conn, v["version_id"]))
+            await conn.execute("UPDATE golden_set_versions SET content_hash = $2"
+                               " WHERE version_id = $1", v["version_id"], after)
+            await conn.executemany(
+                "INSERT INTO golden_redactions (erase_id, version_id, case_id, redacted_at,"
+                " hash_before, hash_after) VALUES ($1, $2, $3, $4, $5, $6)",
+                [(erase_id, v["version_id"], r["case_id"], at, v["content_hash"], after)
+                 for r in sorted(rows, key=lambda r: r["case_id"])])
+            total += len(rows)
+    return total
+
+
+def _erase_values(doc: Any, key: str) -> Any:
+    """``doc`` (a dict) with ``doc[key]`` replaced by the marker where it is not null."""
+    if isinstance(doc, dict) and doc.get(key) is not None:
+        return {**doc, key: ERASED_MARKER}
+    return doc
+
+
+def _redact_result_docs(gates: Any, flag_details: Any, error: Any, judge: Any
+                        ) -> tuple[Any, Any, Any, Any]:
+    """The free text of one result's documents replaced by :data:`ERASED_MARKER`: each gate's
+    ``evidence`` and ``reason``, each flag's ``detail``, the failure's ``message``, the judge's
+    ``reasons`` and ``raw`` verdicts; names, booleans, scores and ids stay."""
+    if isinstance(gates, dict):
+        gates = {g: _erase_values(_erase_values(d, "evidence"), "reason")
+                 for g, d in gates.items()}
+    if isinstance(flag_details, list):
+        flag_details = [_erase_values(f, "detail") for f in flag_details]
+    error = _erase_values(error, "message")
+    if isinstance(judge, dict):
+        judge = dict(judge)
+        for key in ("reasons", "raw"):
+            if isinstance(judge.get(key), dict):
+                judge[key] = {d: None if v is None else ERASED_MARKER
+                              for d, v in judge[key].items()}
+    return gates, flag_details, error, judge
+
+
+async def redact_results(conn: asyncpg.Connection, *, erase_id: UUID) -> int:
+    """Redact the eval results of every run over a golden-set version whose case the erase
+    request ``erase_id`` redacted (its ``golden_redactions`` rows), inside the caller's
+    transaction.
+
+    ``input`` (the question), ``expected_behavior`` and ``response`` (the agent's answer)
+    become :data:`ERASED_MARKER` (a NULL stays NULL), and so does the free text of the result's
+    documents: each gate's evidence and reason, each flag's detail, the failure message, the
+    judge's reasons and raw verdicts; the ``hallucination_claims`` of those results lose their
+    claim, reason and correction (the nearest passage is the knowledge base's, not the
+    person's). Status, flags, scores, composite, latency and the retrieved passage ids stay, so
+    run summaries and comparisons do not change (``docs/security.md#erasure``).
+
+    Returns:
+        The number of ``eval_results`` rows redacted (their claims are not counted apart).
+
+    Raises:
+        Exception: the driver's errors, unmapped: the caller owns the transaction.
+    """
+    rows = await conn.fetch(
+        "SELECT r.run_id, r.case_id, r.gates, r.flag_details, r.error, r.judge"
+        " FROM eval_results r JOIN eval_runs e USING (run_id)"
+        " WHERE (e.golden_set_version_id, r.case_id) IN (SELECT g.version_id, g.case_id"
+        "  FROM golden_redactions g WHERE g.erase_id = $1)"
+        " ORDER BY r.run_id, r.case_id FOR UPDATE OF r", erase_id)
+    await conn.executemany(
+        "UPDATE eval_results SET input = $3,"
+        " expected_behavior = CASE WHEN expected_behavior IS NULL THEN NULL ELSE $3 END,"
+        " response = CASE WHEN response IS NULL THEN NULL ELSE $3 END,"
+        " gates = $4, flag_details = $5, error = $6, judge = $7"
+        " WHERE run_id = $1 AND case_id = $2",
+        [(r["run_id"], r["case_id"], ERASED_MARKER,
+          *_redact_result_docs(r["gates"], r["flag_details"], r["error"], r["judge"]))
+         for r in rows])
+    # the claims split from those answers (with the judge's reason and suggested correction)
+    await conn.execute(
+        "UPDATE hallucination_claims SET claim = $3, reason = $3,"
+        " correction = CASE WHEN correction IS NULL THEN NULL ELSE $3 END"
+        " WHERE (run_id, case_id) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))",
+        [r["run_id"] for r in rows], [r["case_id"] for r in rows], ERASED_MARKER)
+    return len(rows)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionCheck:
+    """One version's stored content checked against its ``content_hash``.
+
+    Attributes:
+        agent_id, golden_set_id, version: the version.
+        status: ``intact`` (hash matches, never redacted), ``redacted`` (hash matches the
+            content an erasure left; ``redactions`` says when and what) or ``mismatch`` (the
+            content is not what its hash says: changed outside evalloop).
+        stored_hash, actual_hash: the version's ``content_hash`` and the hash of its cases now.
+        redactions: ``[{"erase_id", "redacted_at" (UTC ISO), "case_ids", "hash_before"}]``,
+            oldest first, one per erase request.
+        message: one line for people, e.g. ``redacted by erasure on 2026-11-30 (1 case: fb-1)``.
+    """
+
+    agent_id: str
+    golden_set_id: str
+    version: int
+    status: str
+    stored_hash: str
+    actual_hash: str
+    redactions: list[dict[str, Any]]
+    message: str
+
+
+async def verify_versions(pool: asyncpg.Pool, agent_id: str | None = None
+                          ) -> list[VersionCheck]:
+    """Recompute every version's content hash (of one agent, or all) and explain changes.
+
+    A version erasure redacted carries the hash of its redacted content, and its
+    ``golden_redactions`` rows name the request, the date and the hash before
+    (``docs/security.md#erasure``); any other difference is a ``mismatch``.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    out: list[VersionCheck] = []
+    with storage_errors("verifying golden sets"):
+        async with pool.acquire() as conn:
+            versions = await conn.fetch(
+                "SELECT version_id, agent_id, golden_set_id, version, content_hash"
+                " FROM golden_set_versions WHERE $1::text IS NULL OR agent_id = $1"
+                " ORDER BY agent_id, golden_set_id, version", agent_id)
+            for v in versions:
+                actual = content_hash(await _cases_of(conn, v["version_id"]))
+                rows = await conn.fetch(
+                    "SELECT erase_id, min(redacted_at) AS at, array_agg(case_id ORDER BY"
+                    " case_id) AS case_ids, min(hash_before) AS hash_before"
+                    " FROM golden_redactions WHERE version_id = $1 GROUP BY erase_id"
+                    " ORDER BY 2, 1", v["version_id"])
+                redactions = [{"erase_id": str(r["erase_id"]),
+                               "redacted_at": r["at"].isoformat(),
+                               "case_ids": list(r["case_ids"]),
+                               "hash_before": r["hash_before"]} for r in rows]
+                erased = "; ".join(
+                    f"redacted by erasure on {r['at']:%Y-%m-%d} ({len(r['case_ids'])} case"
+                    f"{'s' if len(r['case_ids']) != 1 else ''}: {', '.join(r['case_ids'])})"
+                    for r in rows)
+                if actual != v["content_hash"]:
+                    status = "mismatch"
+                    message = ("content does not match its stored hash: changed outside "
+                               "evalloop" + (f" (earlier: {erased})" if erased else ""))
+                elif rows:
+                    status, message = "redacted", erased
+                else:
+                    status, message = "intact", "content matches its hash"
+                out.append(VersionCheck(v["agent_id"], v["golden_set_id"], v["version"],
+                                        status, v["content_hash"], actual, redactions,
+                                        message))
+    return out
 
 
 async def list_golden_versions(pool: asyncpg.Pool, agent_id: str | None = None

@@ -6,7 +6,10 @@ Rules: ``docs/security.md#retention`` and ``docs/security.md#erasure``.
   of ``batch_rows`` (short transactions: the services keep writing meanwhile).
 * :func:`erase_conversations` deletes everything derived from the given conversations, in
   one transaction: events, fused negative cases, monitor turn flags, triage's embedded cases
-  and the review queue (the candidate outbox). Returns counts per table.
+  and the review queue (the candidate outbox); golden cases confirmed from those conversations
+  are redacted in every version holding them, and so are the review audit rows of the erased
+  candidates and cases and the eval results of runs over those cases. Returns an
+  :class:`Erasure`.
 
 Monitor tables are pruned in *event time* relative to each agent's newest event (the window
 the monitor computes is in event time, and a replay of old history must not lose its window);
@@ -16,19 +19,44 @@ the others in wall-clock time of storage. asyncpg errors become :class:`StorageE
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID, uuid4
 
 import asyncpg
 
+from evalloop.adapters.golden_store import redact_cases, redact_results
 from evalloop.adapters.monitor_store import storage_errors
+from evalloop.adapters.review_store import redact_audit
 from evalloop.core.fusion import TurnKey, case_id_for
 from evalloop.settings import RetentionSettings
 
-__all__ = ["ERASED_TABLES", "conversations_of_user", "erase_conversations", "prune"]
+__all__ = ["ERASED_TABLES", "REDACTED_TABLES", "Erasure", "conversations_of_user",
+           "erase_conversations", "prune"]
 
 #: Tables :func:`erase_conversations` reports on, in the order it deletes from them.
 ERASED_TABLES = ("review_queue", "triage_cases", "monitor_turns", "negative_cases", "events")
+#: Tables :func:`erase_conversations` redacts in place (rows stay, text becomes ``[erased]``).
+REDACTED_TABLES = ("golden_cases", "review_actions", "eval_results")
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    """What one erase request did.
+
+    Attributes:
+        erase_id: the request's id (on each ``golden_redactions`` row it wrote).
+        deleted: rows deleted per table of :data:`ERASED_TABLES`.
+        redacted: rows redacted in place per table of :data:`REDACTED_TABLES`:
+            ``golden_cases`` counts (version, case) pairs, ``review_actions`` audit rows,
+            ``eval_results`` result rows of runs over a redacted case
+            (``docs/security.md#erasure``).
+    """
+
+    erase_id: UUID
+    deleted: dict[str, int]
+    redacted: dict[str, int]
 
 
 async def _delete_batches(pool: asyncpg.Pool, table: str, where: str, args: list[Any],
@@ -124,15 +152,21 @@ async def conversations_of_user(pool: asyncpg.Pool, user_id: str) -> list[str]:
 
 async def erase_conversations(
     pool: asyncpg.Pool, conversation_ids: Iterable[str], *, agent_id: str | None = None
-) -> dict[str, int]:
+) -> Erasure:
     """Delete every trace of ``conversation_ids`` (of ``agent_id`` only, when given).
 
     Triage cases and review-queue rows are found by their case id (derived from the turn,
     :func:`evalloop.core.fusion.case_id_for`, so they are found even when the events are gone)
-    and by the event ids of their evidence.
+    and by the event ids of their evidence. Before the review-queue rows go, the golden cases
+    they were confirmed into (``golden_version_id``'s set, ``golden_case_id``) are redacted in
+    every version of that set holding them (:func:`evalloop.adapters.golden_store.redact_cases`),
+    the audit rows of those candidates and cases lose their text
+    (:func:`evalloop.adapters.review_store.redact_audit`) and so do the eval results of runs
+    over the redacted versions (:func:`evalloop.adapters.golden_store.redact_results`).
 
     Returns:
-        Rows deleted per table of :data:`ERASED_TABLES`.
+        The request's id, rows deleted per table of :data:`ERASED_TABLES` and rows redacted
+        per table of :data:`REDACTED_TABLES`.
 
     Raises:
         StorageError: PostgreSQL failed (nothing was deleted: one transaction).
@@ -141,6 +175,7 @@ async def erase_conversations(
     agent_sql = "" if agent_id is None else " AND agent_id = $2"
     args: list[Any] = [convs] if agent_id is None else [convs, agent_id]
     out: dict[str, int] = {}
+    erase_id = uuid4()
     with storage_errors("erasing conversations"):
         async with pool.acquire() as conn, conn.transaction():
             keys: set[tuple[str, str, str]] = set()
@@ -154,6 +189,26 @@ async def erase_conversations(
                 if table == "events":
                     event_ids = [r["event_id"] for r in rows]
             case_ids = [case_id_for(TurnKey(*k)) for k in sorted(keys)]
+            # lock the queue rows first, in candidate order, as a confirm does (then the
+            # golden set): a confirm racing the erasure either committed before (its case is
+            # seen here and redacted) or waits and finds the candidate gone
+            queued = await conn.fetch(
+                "SELECT candidate_id, golden_version_id, golden_case_id FROM review_queue"
+                " WHERE case_id = ANY($1::uuid[]) OR evidence_event_ids && $2::uuid[]"
+                " ORDER BY candidate_id FOR UPDATE", case_ids, event_ids)
+            links = [(r["golden_version_id"], r["golden_case_id"]) for r in queued
+                     if r["golden_version_id"] is not None and r["golden_case_id"] is not None]
+            confirmed = await conn.fetch(
+                "SELECT v.agent_id, v.golden_set_id, l.case_id FROM golden_set_versions v"
+                " JOIN unnest($1::uuid[], $2::text[]) AS l (version_id, case_id)"
+                " USING (version_id)", [v for v, _ in links], [c for _, c in links])
+            golden = {(r["agent_id"], r["golden_set_id"], r["case_id"]) for r in confirmed}
+            redacted = {"golden_cases": await redact_cases(
+                conn, golden, erase_id=erase_id, at=await conn.fetchval("SELECT now()"))}
+            redacted["review_actions"] = await redact_audit(
+                conn, candidate_ids=[r["candidate_id"] for r in queued],
+                golden_cases=sorted(golden))
+            redacted["eval_results"] = await redact_results(conn, erase_id=erase_id)
             for table in ("review_queue", "triage_cases"):
                 status = await conn.execute(
                     f"DELETE FROM {table} WHERE case_id = ANY($1::uuid[])"
@@ -164,4 +219,4 @@ async def erase_conversations(
                     f"DELETE FROM {table} WHERE conversation_id = ANY($1::text[])"
                     f"{agent_sql}", *args)
                 out[table] = int(status.split()[-1])
-    return {t: out[t] for t in ERASED_TABLES}
+    return Erasure(erase_id, {t: out[t] for t in ERASED_TABLES}, redacted)

@@ -31,6 +31,7 @@ from uuid import UUID
 import asyncpg
 
 from evalloop.adapters.golden_store import (
+    ERASED_MARKER,
     GoldenVersion,
     diff_cases,
     latest_cases,
@@ -61,6 +62,7 @@ __all__ = [
     "mark_set_reviewed",
     "outbox_pending",
     "record_verdict",
+    "redact_audit",
     "reject_candidate",
     "resolve_set",
     "retire_case",
@@ -260,6 +262,67 @@ async def _record(conn: asyncpg.Connection, *, agent_id: str, kind: str, item_id
         "VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9, $10, $11)",
         agent_id, kind, item_id, action, reviewer.name, reviewer.role, jsonable(before),
         jsonable(after), jsonable(evidence or {}), reason, version_id)
+
+
+#: Keys of an audit row's ``before`` / ``after`` documents that hold a person's text.
+_AUDIT_TEXT_KEYS = ("question", "expected_answer", "context_chunks", "expected_behavior",
+                    "notes", "edits", "input")
+
+
+def _redact_doc(doc: Any) -> Any:
+    """``doc`` with every non-null value under a key of :data:`_AUDIT_TEXT_KEYS` replaced by
+    the marker, at any depth (a confirm's ``after`` nests the golden ``case``)."""
+    if isinstance(doc, list):
+        return [_redact_doc(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    return {k: (ERASED_MARKER if v is not None else None) if k in _AUDIT_TEXT_KEYS
+            else _redact_doc(v) for k, v in doc.items()}
+
+
+async def redact_audit(conn: asyncpg.Connection, *, candidate_ids: Sequence[UUID],
+                       golden_cases: Sequence[tuple[str, str, str]]) -> int:
+    """Redact the free text of the audit rows of erased candidates and golden cases, inside
+    the caller's (erasure) transaction.
+
+    Rows of ``item_kind = 'candidate'`` for ``candidate_ids`` and of ``golden_case`` for
+    ``golden_cases`` keep their id, item, action, reviewer, role, time and golden version; in
+    ``before`` / ``after`` the text keys (question, expected answer, context chunks, expected
+    behaviour, notes, edits), at any depth, become :data:`ERASED_MARKER` (a null stays null;
+    status, row version, case id, category and flags stay); a candidate row's ``evidence``
+    (the conversation the reviewer was shown) becomes the marker as a whole; a non-null
+    ``reason`` becomes the marker. The trigger of ``review_actions`` allows this only with
+    ``evalloop.erasure`` on (``docs/security.md#erasure``).
+
+    Args:
+        conn: a connection in a transaction.
+        candidate_ids: the review-queue rows being erased.
+        golden_cases: ``(agent_id, golden_set_id, case_id)`` of the golden cases being redacted.
+
+    Returns:
+        The number of audit rows redacted.
+
+    Raises:
+        Exception: the driver's errors, unmapped: the caller owns the transaction.
+    """
+    items = ([("candidate", str(c)) for c in candidate_ids]
+             + [("golden_case", "/".join(k)) for k in golden_cases])
+    if not items:
+        return 0
+    rows = await conn.fetch(
+        "SELECT action_id, item_kind, before, after, evidence, reason FROM review_actions"
+        " WHERE (item_kind, item_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
+        " ORDER BY action_id", [k for k, _ in items], [i for _, i in items])
+    if not rows:
+        return 0
+    await conn.execute("SET LOCAL evalloop.erasure = 'on'")
+    await conn.executemany(
+        "UPDATE review_actions SET before = $2, after = $3, evidence = $4, reason = $5"
+        " WHERE action_id = $1",
+        [(r["action_id"], _redact_doc(r["before"]), _redact_doc(r["after"]),
+          ERASED_MARKER if r["item_kind"] == "candidate" else r["evidence"],
+          None if r["reason"] is None else ERASED_MARKER) for r in rows])
+    return len(rows)
 
 
 def _snapshot(row: asyncpg.Record) -> dict[str, Any]:

@@ -8,11 +8,14 @@
 * ``export --agent A [--version N] [--format json|yaml|jsonl] [--output FILE]`` writes a
   version as golden-set JSON (the export format), eval set YAML or JSONL (one case per line).
 * ``care`` / ``reminders``: a version's care checks, and when each monthly review is due.
+* ``verify [--agent A] [--json]``: recompute each version's content hash; a version erasure
+  redacted says ``redacted by erasure on <date>`` (``docs/security.md#erasure``); any other
+  difference is a mismatch (exit 1).
 
 The database: ``--db DSN``, else ``EVALLOOP_POSTGRES__DSN``. ``import`` may fall back to the
 embedded server (``evalloop.adapters.postgres.resolve_dsn``) and applies migrations first;
-``list`` and ``export`` only read: they neither start the embedded server nor migrate, and say
-what is missing. Exit codes: ``docs/exit-codes.md``.
+``list``, ``export`` and ``verify`` only read: they neither start the embedded server nor
+migrate, and say what is missing. Exit codes: ``docs/exit-codes.md``.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["app", "describe_diff"]
 
 app = typer.Typer(no_args_is_help=True,
-                  help="Versioned golden sets (import, list, export, care, reminders).")
+                  help="Versioned golden sets (import, list, export, care, reminders, verify).")
 T = TypeVar("T")
 DbOption = Annotated[str | None, typer.Option(
     "--db", help="PostgreSQL DSN (default: EVALLOOP_POSTGRES__DSN; read only: no embedded "
@@ -285,3 +288,29 @@ def reminders_cmd(
                 else f"due in {r['days_left']} day(s)")
         typer.echo(f"{r['agent_id']}/{r['golden_set_id']}: monthly review {when} "
                    f"(due {r['due_at'][:10]}, last {r['last_reviewed_at'][:10]})")
+
+
+@app.command("verify")
+def verify_cmd(
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="JSON lines: one object per version.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Check every version's cases against its content hash (docs/security.md#erasure).
+
+    Exit 0: every version intact or redacted by erasure; 1: a version's content does not
+    match its hash. Example: evalloop golden verify --agent hr.
+    """
+    from evalloop.adapters.golden_store import verify_versions
+
+    checks = _with_pool(db, lambda pool: verify_versions(pool, agent), read_only=True)
+    for c in checks:
+        if as_json:
+            json_line(asdict(c))
+        else:
+            typer.echo(f"{c.agent_id}/{c.golden_set_id} v{c.version}: {c.status}: {c.message}")
+    if not checks and not as_json:
+        typer.echo("no golden sets stored" + (f" for agent {agent}" if agent else ""))
+    if any(c.status == "mismatch" for c in checks):
+        raise typer.Exit(1)

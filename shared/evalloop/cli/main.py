@@ -69,7 +69,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "eval": LazyCommand("evalloop.cli.eval_cmd:app",
                         "Run eval sets against an agent, or score canned responses."),
     "golden": LazyCommand("evalloop.cli.golden:app",
-                          "Versioned golden sets (import, list, export, care, reminders)."),
+                          "Versioned golden sets (import, list, export, care, reminders, verify)."),
     "jobs": LazyCommand("evalloop.cli.jobs:app", "Re-evaluation jobs: why, status, result."),
     "agent": LazyCommand("evalloop.cli.agent:app",
                          "Run the reference agent (a real retrieval agent)."),
@@ -81,8 +81,11 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                          "(EVALLOOP_RETENTION__*_DAYS) allow."),
     "erase": LazyCommand("evalloop.cli.privacy:erase",
                          "Remove a person's text everywhere: events, negative cases, monitor "
-                         "turns, triage cases, the review queue (the candidate outbox). Prints "
-                         "rows deleted per table."),
+                         "turns, triage cases, the review queue (the candidate outbox); golden "
+                         "cases confirmed from those conversations are redacted in every "
+                         "version, and so are their review audit rows and the eval results of "
+                         "runs over them. Prints rows deleted per table and rows redacted per "
+                         "table."),
     "web": LazyCommand("evalloop.cli.web:web",
                        "Serve the web app: every agent's feedback loop, the review queue, golden "
                        "sets and eval runs (docs/web.md)."),

@@ -68,6 +68,14 @@ def prune(
     _report(counts, as_json)
 
 
+#: What the text output says after each count of rows redacted (``docs/security.md#erasure``).
+_REDACTED_WHAT = {
+    "golden_cases": "redacted in every golden-set version holding them",
+    "review_actions": "redacted in the review audit (who, what and when stay)",
+    "eval_results": "redacted in the results of runs over those cases",
+}
+
+
 def erase(
     conversation: Annotated[list[str] | None, typer.Option(
         "--conversation", help="a conversation id to erase (repeatable)")] = None,
@@ -78,7 +86,9 @@ def erase(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON line")] = False,
 ) -> None:
     """Remove a person's text everywhere: events, negative cases, monitor turns, triage cases,
-    the review queue (the candidate outbox). Prints rows deleted per table.
+    the review queue (the candidate outbox); golden cases confirmed from those conversations are
+    redacted in every version, and so are their review audit rows and the eval results of runs
+    over them. Prints rows deleted per table and rows redacted per table.
 
     Example: evalloop erase --conversation c-1842 or evalloop erase --user u-77.
     """
@@ -86,15 +96,21 @@ def erase(
         raise typer.BadParameter("give --conversation ID (repeatable) or --user ID")
     settings = Settings()
 
-    async def work(pool: asyncpg.Pool) -> tuple[list[str], dict[str, int]]:
+    async def work(pool: asyncpg.Pool) -> tuple[list[str], privacy_store.Erasure]:
         convs = list(conversation or [])
         if user is not None:
             convs += await privacy_store.conversations_of_user(pool, user)
-        counts = await privacy_store.erase_conversations(pool, convs, agent_id=agent)
-        return sorted(set(convs)), counts
+        done = await privacy_store.erase_conversations(pool, convs, agent_id=agent)
+        return sorted(set(convs)), done
 
-    convs, counts = _with_pool(settings, work)
-    if not as_json:
-        typer.echo(f"erased {len(convs)} conversation(s)"
-                   + (f" of user {user}" if user is not None else ""))
-    _report(counts, as_json, conversations=convs)
+    convs, done = _with_pool(settings, work)
+    if as_json:
+        typer.echo(json.dumps({"erase_id": str(done.erase_id), "conversations": convs,
+                               "deleted": done.deleted, "redacted": done.redacted}))
+        return
+    typer.echo(f"erased {len(convs)} conversation(s)"
+               + (f" of user {user}" if user is not None else "")
+               + f" (erase request {done.erase_id})")
+    _report(done.deleted, as_json=False)
+    for table, n in done.redacted.items():
+        typer.echo(f"{table:16} {n:>9} {_REDACTED_WHAT[table]}")
