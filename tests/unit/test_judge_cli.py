@@ -139,3 +139,54 @@ def test_source_options_bad_input_exit_2(tmp_path: Path) -> None:
     empty = runner.invoke(app, [*base, "--sources", "judge-data"])
     assert empty.exit_code == 2
     assert "expected judged items from ['judge-data']" in empty.output
+
+
+def test_show_says_why_each_dimension_is_advisory_and_prints_the_notes() -> None:
+    """The shipped record: text and Markdown name the bar a dimension misses and the tone note."""
+    text = runner.invoke(app, ["judge", "show"])
+    assert text.exit_code == 0, text.output
+    rows = {line.split("│")[1].strip(): line.split("│")[-2].strip()
+            for line in text.output.splitlines() if line.startswith("│ ") and
+            line.split("│")[1].strip()}
+    assert rows == {
+        "correctness": "advisory (Spearman 0.31 < 0.40)",
+        "relevance": "advisory (Spearman 0.18 < 0.40)",
+        "tone": "advisory (Spearman 0.08 < 0.40)",
+        "safety": "advisory (AUC 0.40 < 0.75)",
+        "groundedness": "gating",
+        "faithfulness": "advisory (AUC 0.55 < 0.75)",
+        "context_utilization": "advisory (AUC 0.47 < 0.75)",
+        "claim": "gating",
+    }
+    tail = text.output.splitlines()[-4:]
+    assert tail == [
+        "advisory = below the agreement bar: ROC-AUC < 0.75 (binary labels), Spearman < 0.40 "
+        "(ratings), or fewer than 20 labelled items; an advisory dimension is shown but cannot "
+        "certify a GO (docs/judge.md#advisory-dimensions)",
+        "note: correctness: accuracy ratings of FAQ-grounded answers (no reference answer shown)",
+        "note: tone: little labelled data: naturalness ratings of open-domain chat turns only, "
+        "no politeness or brand-tone labels",
+        "note: context_utilization: Generic vs knowledge-using responses (BEGIN)",
+    ]
+    md = runner.invoke(app, ["judge", "show", "--markdown"]).output.splitlines()
+    assert md[5].endswith("| 0.40 [0.27, 0.54] | 0.47 [0.41, 0.52] | - | 0.50 "
+                          "| advisory (AUC 0.40 < 0.75) |")
+    assert md[-2] == ("- note: tone: little labelled data: naturalness ratings of open-domain "
+                      "chat turns only, no politeness or brand-tone labels")
+
+
+def test_advisory_reason_names_the_missed_bar() -> None:
+    from evalloop.core.judge.calibration import DimensionCalibration, IsotonicMap, advisory_reason
+
+    m = IsotonicMap((0.0, 1.0), (0.0, 1.0))
+    assert advisory_reason(None) == "not calibrated"
+    assert advisory_reason(DimensionCalibration("safety", "binary", 71, ("d",), m, auc=0.4004,
+                                                advisory=True)) == "AUC 0.40 < 0.75"
+    assert advisory_reason(DimensionCalibration("tone", "rating", 46, ("u",), m, spearman=0.08,
+                                                advisory=True)) == "Spearman 0.08 < 0.40"
+    assert advisory_reason(DimensionCalibration("tone", "rating", 12, ("u",), m, spearman=0.9,
+                                                advisory=True)) == "12 items < 20"
+    assert advisory_reason(DimensionCalibration("safety", "binary", 30, ("d",), m,
+                                                advisory=True)) == "no ROC-AUC computed"
+    assert advisory_reason(DimensionCalibration("safety", "binary", 30, ("d",), m, auc=0.9,
+                                                advisory=False)) == ""

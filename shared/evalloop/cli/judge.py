@@ -31,14 +31,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from evalloop.core.judge.calibration import CalibrationRecord, DimensionCalibration
+from evalloop.core.judge.calibration import (
+    AUC_BAR,
+    MIN_ITEMS,
+    SPEARMAN_BAR,
+    CalibrationRecord,
+    DimensionCalibration,
+    advisory_reason,
+)
 from evalloop.core.judge.prompts import PROMPT_VERSION
 from evalloop.errors import ConfigError, EvalloopError, StorageError
 
 if TYPE_CHECKING:
     from evalloop.adapters.judge_labels import LabelledItem
 
-__all__ = ["app", "calibrate", "calibration_rows", "markdown_table", "show"]
+__all__ = ["app", "calibrate", "calibration_rows", "explanation_lines", "markdown_table", "show"]
 
 app = typer.Typer(no_args_is_help=True, help="The LLM judge: calibration and its table.")
 
@@ -67,11 +74,31 @@ def calibration_rows(record: CalibrationRecord) -> list[dict[str, object]]:
     return out
 
 
+def _status(cal: DimensionCalibration) -> str:
+    """``gating`` or ``advisory (AUC 0.40 < 0.75)`` (``docs/judge.md#advisory-dimensions``)."""
+    return f"advisory ({advisory_reason(cal)})" if cal.advisory else "gating"
+
+
+def explanation_lines(record: CalibrationRecord) -> list[str]:
+    """The lines printed under the table: the agreement bar, then one line per target note.
+
+    ``docs/judge.md#advisory-dimensions``: a target is advisory below AUC 0.75 (binary labels)
+    or Spearman 0.40 (ratings), or with fewer than 20 labelled items.
+    """
+    lines = [f"advisory = below the agreement bar: ROC-AUC < {AUC_BAR:.2f} (binary labels), "
+             f"Spearman < {SPEARMAN_BAR:.2f} (ratings), or fewer than {MIN_ITEMS} labelled "
+             "items; an advisory dimension is shown but cannot certify a GO "
+             "(docs/judge.md#advisory-dimensions)"]
+    lines += [f"note: {target}: {cal.note}" for target, cal in record.targets.items()
+              if cal.note]
+    return lines
+
+
 def _table(record: CalibrationRecord) -> Table:
     table = Table(title=f"judge calibration {record.calibration_id}")
     for col in ("target", "sources (n)", "labels", "n", "unscored", "ROC-AUC [95 %]",
                 "bal. acc. [95 %]", "Spearman [95 %]", "raw rank", "status"):  # fmt: skip
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("target", "status", "labels", "n"))
     cal: DimensionCalibration
     for target, cal in record.targets.items():
         table.add_row(
@@ -84,7 +111,7 @@ def _table(record: CalibrationRecord) -> Table:
             _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
             _fmt(cal.spearman, cal.spearman_ci),
             _fmt(cal.raw_rank, None),
-            "advisory" if cal.advisory else "gating",
+            _status(cal),
         )
     return table
 
@@ -386,8 +413,7 @@ def markdown_table(record: CalibrationRecord) -> str:
         cells = [
             target, _sources(cal), cal.kind, str(cal.n), str(cal.unscored),
             _fmt(cal.auc, cal.auc_ci), _fmt(cal.balanced_accuracy, cal.balanced_accuracy_ci),
-            _fmt(cal.spearman, cal.spearman_ci), _fmt(cal.raw_rank, None),
-            "advisory" if cal.advisory else "gating",
+            _fmt(cal.spearman, cal.spearman_ci), _fmt(cal.raw_rank, None), _status(cal),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -425,5 +451,10 @@ def show(
             print(json.dumps(row))
     elif markdown:
         print(markdown_table(record))
+        print()
+        for line in explanation_lines(record):
+            print(f"- {line}")
     else:
-        Console(width=140).print(_table(record))
+        Console(width=180).print(_table(record))
+        for line in explanation_lines(record):
+            print(line)

@@ -33,6 +33,7 @@ __all__ = [
     "LabelKind",
     "SourceShare",
     "Target",
+    "advisory_reason",
     "is_advisory",
     "targets_in_order",
     "uncalibrated",
@@ -168,6 +169,32 @@ def is_advisory(
     """
     metric, bar = (auc, AUC_BAR) if kind == "binary" else (spearman, SPEARMAN_BAR)
     return metric is None or metric < bar or n < MIN_ITEMS
+
+
+def advisory_reason(cal: DimensionCalibration | None) -> str:
+    """Why a target is advisory, in a few words (``docs/judge.md#advisory-dimensions``).
+
+    Args:
+        cal: the target's calibration, or ``None`` (not calibrated).
+
+    Returns:
+        ``"AUC 0.40 < 0.75"`` or ``"Spearman 0.08 < 0.40"`` (below the bar; the figure to two
+        decimals), ``"12 items < 20"`` (too few labelled items), ``"no ROC-AUC computed"`` /
+        ``"no Spearman computed"``, ``"not calibrated"``; ``""`` when the target is not advisory.
+    """
+    if cal is None:
+        return "not calibrated"
+    if not cal.advisory:
+        return ""
+    name, metric, bar = (("AUC", cal.auc, AUC_BAR) if cal.kind == "binary"
+                         else ("Spearman", cal.spearman, SPEARMAN_BAR))
+    if metric is None:
+        return f"no {'ROC-AUC' if name == 'AUC' else name} computed"
+    if metric < bar:
+        return f"{name} {metric:.2f} < {bar:.2f}"
+    if cal.n < MIN_ITEMS:
+        return f"{cal.n} items < {MIN_ITEMS}"
+    return "marked advisory by its calibration record"
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +336,10 @@ class CalibrationRecord:
         """True when ``target`` is uncalibrated or below the agreement bar."""
         cal = self.targets.get(target)
         return True if cal is None else cal.advisory
+
+    def advisory_reason(self, target: Target) -> str:
+        """``advisory_reason`` of ``target``'s calibration (``""`` when it gates)."""
+        return advisory_reason(self.targets.get(target))
 
     def matches(self, judge_model: str, prompt_version: str) -> bool:
         """True when fitted for exactly this model and prompt version."""
