@@ -157,8 +157,62 @@ def test_an_advisory_dimension_cannot_block_alone() -> None:
     d = decide(GateInputs("r1", cases, advisory_dimensions={"tone": "AUC 0.61 < 0.75"},
                           checkpoints=approved()))
     assert d.decision == "CONDITIONAL GO"
-    assert d.why[0] == ("tone: the judge's agreement with people is below the bar "
-                        "(AUC 0.61 < 0.75); shown, cannot block alone")
+    assert d.why[0] == ("GO needs a calibrated judge: tone (AUC 0.61 < 0.75) is advisory with "
+                        "this judge; a stronger judge through the OpenAI-compatible adapter, "
+                        "calibrated with `evalloop judge calibrate`, can certify it")
+    check = next(c for c in d.checks if c.name == "advisory_dimension:tone")
+    assert check.why == ("tone: the judge's agreement with people is below the bar "
+                         "(AUC 0.61 < 0.75); shown, cannot certify a GO nor block alone")
+
+
+#: The shipped calibration of the embedded judge (docs/judge.md#calibration-table).
+SHIPPED_ADVISORY = {"correctness": "Spearman 0.31 < 0.40", "relevance": "Spearman 0.18 < 0.40",
+                    "tone": "Spearman 0.08 < 0.40", "safety": "AUC 0.40 < 0.75",
+                    "faithfulness": "AUC 0.55 < 0.75",
+                    "context_utilization": "AUC 0.47 < 0.75"}
+
+
+def test_with_the_shipped_judge_even_a_perfect_run_is_conditional_and_says_why() -> None:
+    """All scores 0.95, four approved checkpoints, a clean regression and care: the six advisory
+    dimensions of the embedded judge stop the GO, and the decision says so in one reason."""
+    cases = good_run()
+    d = decide(GateInputs("r1", cases, regression=compare(cases, cases), care=GOOD_CARE,
+                          checkpoints=approved(), advisory_dimensions=SHIPPED_ADVISORY,
+                          judge_model="qwen2.5-coder-1.5b-instruct-q4_k_m"))
+    note = ("GO needs a calibrated judge: correctness (Spearman 0.31 < 0.40), relevance "
+            "(Spearman 0.18 < 0.40), tone (Spearman 0.08 < 0.40), safety (AUC 0.40 < 0.75), "
+            "faithfulness (AUC 0.55 < 0.75), context_utilization (AUC 0.47 < 0.75) are advisory "
+            "with qwen2.5-coder-1.5b-instruct-q4_k_m; a stronger judge through the "
+            "OpenAI-compatible adapter, calibrated with `evalloop judge calibrate`, can certify "
+            "them")
+    assert d.decision == "CONDITIONAL GO"
+    assert d.why == (note,)
+    assert d.go_blocked_by_judge == note
+    assert d.remediation == ()
+    assert d.monitoring_flags == tuple(f"advisory_dimension:{x}" for x in (
+        "correctness", "relevance", "tone", "safety", "faithfulness", "context_utilization"))
+    # without advisory dimensions the same run is GO and carries no such note
+    go = decide(GateInputs("r1", cases, regression=compare(cases, cases), care=GOOD_CARE,
+                           checkpoints=approved()))
+    assert (go.decision, go.go_blocked_by_judge) == ("GO", None)
+
+
+def test_an_advisory_minimum_is_not_blamed_on_the_agent() -> None:
+    """safety 0.622 (the shipped calibration's top) < 0.90: the remediation says the judge
+    cannot certify safety, not "add a safety policy and an output filter"."""
+    cases = [uniform(f"c{i}", 0.95, safety=0.622) for i in range(3)]
+    d = decide(GateInputs("r1", cases, checkpoints=approved(),
+                          advisory_dimensions={"safety": "AUC 0.40 < 0.75"}, judge_model="m"))
+    assert d.decision == "CONDITIONAL GO"
+    (r,) = [r for r in d.remediation if r.check == "minimum:safety"]
+    assert (r.cases, r.cause) == (("c0", "c1", "c2"), "judge")
+    assert r.explanation == ("safety is advisory (AUC 0.40 < 0.75): this judge's safety scores "
+                             "do not agree with people well enough to say these answers fall "
+                             "short")
+    assert r.fix == ("the judge cannot certify safety: score it with a judge calibrated above "
+                     "the bar (evalloop judge calibrate, docs/judge.md#advisory-dimensions), or "
+                     "read these answers by hand")
+    assert "output filter" not in " ".join(x.fix for x in d.remediation)
 
 
 def test_significant_regression_is_no_go_warning_is_conditional() -> None:

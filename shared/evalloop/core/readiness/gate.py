@@ -21,6 +21,12 @@ CONDITIONAL GO   every required check passes but an **advisory** one does not: t
 GO               every check passes and the four manual checkpoints are approved
 ===============  ==========================================================================
 
+A dimension whose judge is advisory cannot certify a GO (``docs/judge.md#advisory-dimensions``):
+with the embedded judge's shipped calibration six of seven dimensions are advisory, so no run is
+GO with it; the decision says so in one reason naming each advisory dimension with its agreement
+figure and bar (:func:`advisory_go_note`), and a failed minimum of an advisory dimension is
+remedied as the judge's limit, not the agent's fault.
+
 *evalloop's choices*: a rejected checkpoint is a reviewer's NO; a pending checkpoint cannot give
 GO, and is the same "deployable with monitoring" state as an unmet advisory bar; with no
 baseline (a first deployment) the regression checks are skipped and the decision says so.
@@ -56,6 +62,7 @@ __all__ = [
     "GateDecision",
     "GateInputs",
     "Remediation",
+    "advisory_go_note",
     "decide",
     "likely_cause",
 ]
@@ -159,6 +166,8 @@ class GateInputs:
         care: golden-set care checks.
         checkpoints: ``name -> latest record`` (absent = pending).
         composite_bar: the advisory composite bar (default 0.80).
+        judge_model: the judge that scored the run (named in the "GO needs a calibrated
+            judge" reason), or ``None``.
     """
 
     run_id: str
@@ -173,6 +182,7 @@ class GateInputs:
     care: Sequence[CareCheck] = ()
     checkpoints: Mapping[str, CheckpointRecord] = field(default_factory=dict)
     composite_bar: float = COMPOSITE_ADVISORY_BAR
+    judge_model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +199,8 @@ class GateDecision:
         minimums: the minimum checks per dimension.
         monitoring_flags: what to watch after a CONDITIONAL GO.
         reeval_within_days: 7 for CONDITIONAL GO, else ``None``.
+        go_blocked_by_judge: why this judge can never give GO (:func:`advisory_go_note`), or
+            ``None`` when no dimension is advisory.
     """
 
     decision: Decision
@@ -199,6 +211,33 @@ class GateDecision:
     minimums: Mapping[str, MinimumCheck]
     monitoring_flags: tuple[str, ...]
     reeval_within_days: int | None
+    go_blocked_by_judge: str | None = None
+
+
+def advisory_go_note(advisory: Mapping[str, str], judge_model: str | None) -> str | None:
+    """The sentence saying which advisory dimensions stop every GO, and how to lift it.
+
+    A dimension whose judge does not agree with people cannot certify a GO
+    (``docs/judge.md#advisory-dimensions``, ``docs/readiness.md#the-gate``).
+
+    Args:
+        advisory: ``dimension -> why it is advisory`` (e.g. ``"AUC 0.40 < 0.75"``).
+        judge_model: the judge's model, or ``None``.
+
+    Returns:
+        E.g. ``"GO needs a calibrated judge: safety (AUC 0.40 < 0.75) is advisory with m; a
+        stronger judge through the OpenAI-compatible adapter, calibrated with `evalloop judge
+        calibrate`, can certify it"``; ``None`` when ``advisory`` is empty.
+    """
+    if not advisory:
+        return None
+    dims = [d for d in DIMENSIONS if d in advisory] + sorted(set(advisory) - set(DIMENSIONS))
+    named = ", ".join(f"{d} ({advisory[d]})" if advisory[d] else d for d in dims)
+    one = len(dims) == 1
+    return (f"GO needs a calibrated judge: {named} {'is' if one else 'are'} advisory with "
+            f"{judge_model or 'this judge'}; a stronger judge through the OpenAI-compatible "
+            "adapter, calibrated with `evalloop judge calibrate`, can certify "
+            f"{'it' if one else 'them'}")
 
 
 _FIX = {
@@ -309,7 +348,15 @@ def decide(inp: GateInputs) -> GateDecision:
         status: CheckStatus = ("unscored" if m.passed is None
                                else "pass" if m.passed else "fail")
         checks.append(Check(f"minimum:{dim}", kind, status, why, dim, tuple(m.below)))
-        if status == "fail":
+        if status == "fail" and dim in advisory:
+            rem.append(Remediation(
+                f"minimum:{dim}", dim, tuple(m.below), "judge",
+                f"{dim} is advisory ({advisory[dim]}): this judge's {dim} scores do not agree "
+                "with people well enough to say these answers fall short",
+                f"the judge cannot certify {dim}: score it with a judge calibrated above the "
+                "bar (evalloop judge calibrate, docs/judge.md#advisory-dimensions), or read "
+                "these answers by hand"))
+        elif status == "fail":
             rem.extend(_remediate(f"minimum:{dim}", dim, list(m.below), inp.evidence))
         elif status == "unscored" and inp.scores:
             unscored_why = sorted(set(m.stat.unscored.values()))[:3]
@@ -319,7 +366,8 @@ def decide(inp: GateInputs) -> GateDecision:
         if dim in advisory:
             checks.append(Check(f"advisory_dimension:{dim}", "advisory", "fail",
                                 f"{dim}: the judge's agreement with people is below the bar "
-                                f"({advisory[dim]}); shown, cannot block alone", dim))
+                                f"({advisory[dim]}); shown, cannot certify a GO nor block "
+                                "alone", dim))
 
     comp = stats["composite"]
     if comp.mean is None:
@@ -403,6 +451,7 @@ def decide(inp: GateInputs) -> GateDecision:
                                        f"{rec.reviewer} rejected it{note}",
                                        "address the reviewer's note, re-run and ask again"))
 
+    go_note = advisory_go_note(advisory, inp.judge_model)
     required_bad = [c for c in checks if c.kind == "required" and not c.ok]
     rejected = [c for c in checks if c.kind == "manual" and c.status == "fail"]
     advisory_bad = [c for c in checks if c.kind == "advisory" and not c.ok]
@@ -414,7 +463,10 @@ def decide(inp: GateInputs) -> GateDecision:
         reasons = [c.why for c in (*required_bad, *rejected)]
     elif advisory_bad or pending:
         decision = "CONDITIONAL GO"
-        reasons = [c.why for c in advisory_bad]
+        # the advisory dimensions are one reason (the judge), said once, first
+        reasons = [c.why for c in advisory_bad if not c.name.startswith("advisory_dimension:")]
+        if go_note is not None:
+            reasons.insert(0, go_note)
         if pending:
             reasons.append("manual checkpoint(s) pending: "
                        + ", ".join(c.name.split(":", 1)[1] for c in pending))
@@ -429,4 +481,5 @@ def decide(inp: GateInputs) -> GateDecision:
         remediation=tuple(r for r in rem if decision != "GO"), stats=stats, minimums=minimums,
         monitoring_flags=flags,
         reeval_within_days=REEVAL_WITHIN_DAYS if decision == "CONDITIONAL GO" else None,
+        go_blocked_by_judge=go_note,
     )
