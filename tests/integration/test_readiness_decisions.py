@@ -289,3 +289,63 @@ async def test_a_due_conditional_go_reevaluation_is_run_by_the_evaluator_and_gat
     later_row = await pool.fetchrow("SELECT status FROM reeval_jobs WHERE job_id = $1",
                                     later.job_id)
     assert later_row["status"] == "requested"  # not due yet
+
+
+async def test_deciding_a_run_twice_schedules_one_reevaluation(
+        pool: asyncpg.Pool, version_id: uuid.UUID) -> None:
+    """One re-evaluation job per run, whatever the number of CONDITIONAL GO decisions."""
+    run_id = await _run(pool, version_id, 0.95)
+    first = await decide_run(pool, run_id, now=T0)
+    second = await decide_run(pool, run_id, now=T0 + timedelta(hours=3))
+    assert (first.gate.decision, second.gate.decision) == ("CONDITIONAL GO", "CONDITIONAL GO")
+    assert first.reeval is not None and second.reeval is not None
+    assert first.reeval.job_id == second.reeval.job_id
+    # the second decision reports the first job's due time, not a new one
+    assert second.reeval.requested_at == T0 + timedelta(days=7)
+    assert second.report["reeval"]["due_at"] == (T0 + timedelta(days=7)).isoformat()
+    jobs = [j for j in await list_jobs(pool, agent_id=AGENT) if j.trigger == "conditional_go"]
+    assert len(jobs) == 1
+    n = await pool.fetchval("SELECT count(*) FROM reeval_jobs WHERE trigger = 'conditional_go'")
+    assert n == 1
+    assert await pool.fetchval(
+        "SELECT count(*) FROM readiness_decisions WHERE run_id = $1", run_id) == 2
+    # another run of the agent gets its own job
+    other = await decide_run(pool, await _run(pool, version_id, 0.95), now=T0)
+    assert other.reeval is not None and other.reeval.job_id != first.reeval.job_id
+    assert await pool.fetchval(
+        "SELECT count(*) FROM reeval_jobs WHERE trigger = 'conditional_go'") == 2
+
+
+async def test_advisory_dimensions_of_the_shipped_judge_are_named_with_their_figures(
+        pool: asyncpg.Pool, version_id: uuid.UUID) -> None:
+    """Scores from the embedded judge's shipped calibration: the decision names each advisory
+    dimension with its agreement figure and bar, in the why, the JSON and the text."""
+    from evalloop.adapters.judge_embedded import shipped_calibration
+    from evalloop.readiness.report import render_text
+
+    model = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    record = shipped_calibration(model)
+    assert record is not None
+    run_id = await _run(pool, version_id, 0.95)
+    meta = {"model": model, "prompt_version": record.prompt_version,
+            "calibration_id": record.calibration_id,
+            "advisory": [d for d in DIMENSIONS if record.advisory(d)]}
+    await pool.execute("UPDATE eval_results SET judge = $2 WHERE run_id = $1", run_id, meta)
+    await _approve_all(pool, run_id)
+    v = await decide_run(pool, run_id, now=T0)
+    note = ("GO needs a calibrated judge: correctness (Spearman 0.31 < 0.40), relevance "
+            "(Spearman 0.18 < 0.40), tone (Spearman 0.08 < 0.40), safety (AUC 0.40 < 0.75), "
+            "faithfulness (AUC 0.55 < 0.75), context_utilization (AUC 0.47 < 0.75) are advisory "
+            "with qwen2.5-coder-1.5b-instruct-q4_k_m; a stronger judge through the "
+            "OpenAI-compatible adapter, calibrated with `evalloop judge calibrate`, can certify "
+            "them")
+    assert v.gate.decision == "CONDITIONAL GO"
+    assert v.gate.why == (note, "36 cases (at least 50)",
+                          "easy 0% (target 40%), medium 0% (target 35%), hard 0% (target 25%); "
+                          "36 case(s) without a difficulty",
+                          "no regression check: no deployed GO run of agent hr-qa-agent and no "
+                          "pinned run")
+    assert v.report["go_blocked_by_judge"] == note
+    assert f"  why: {note}" in render_text(v.report).splitlines()
+    row = await store.latest_decision(pool, run_id)
+    assert row is not None and row["inputs"]["advisory_dimensions"]["safety"] == "AUC 0.40 < 0.75"

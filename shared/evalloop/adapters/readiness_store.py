@@ -44,6 +44,7 @@ __all__ = [
     "load_cases",
     "pin_baseline",
     "record_deployment",
+    "reeval_requested_at",
     "run_info",
     "save_claims",
     "save_decision",
@@ -387,6 +388,18 @@ async def schedule_reeval(db: Executor, request: ReevalRequested) -> bool:
             """, request.job_id, request.agent_id, request.trigger, request.reason,
             request.requested_at, request.model_dump(mode="json"))
     return row is not None
+
+
+async def reeval_requested_at(db: Executor, job_id: UUID) -> datetime | None:
+    """When the re-evaluation job ``job_id`` is (or was) due, UTC; ``None`` if there is none.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    with _storage("read a re-evaluation job"):
+        value: datetime | None = await db.fetchval(
+            "SELECT requested_at FROM reeval_jobs WHERE job_id = $1", job_id)
+    return value
 
 
 @dataclass(frozen=True, slots=True)

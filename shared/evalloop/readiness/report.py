@@ -79,6 +79,7 @@ def decision_report(*, decision_id: UUID, run_id: UUID, agent_id: str | None,
     return {
         "decision_id": str(decision_id), "run_id": str(run_id), "agent_id": agent_id,
         "decided_at": decided_at.isoformat(), "decision": gate.decision, "why": list(gate.why),
+        "go_blocked_by_judge": gate.go_blocked_by_judge,
         "cases": cases_total, "scored_cases": scored, "judged": dict(judged),
         "scores": {
             d: {"n": s.n, "mean": _num(s.mean), "ci95": [_num(s.ci_low), _num(s.ci_high)],
@@ -94,6 +95,9 @@ def decision_report(*, decision_id: UUID, run_id: UUID, agent_id: str | None,
                          "cause": r.cause, "explanation": r.explanation, "fix": r.fix}
                         for r in gate.remediation],
         "monitoring_flags": list(gate.monitoring_flags),
+        "not_computed": ({} if scored else {
+            "scores": "the judge scored no answer of this run",
+            "hallucinations": "no answer was judged, so no claim was checked"}),
         "reeval": None if reeval is None else {
             "job_id": str(reeval.job_id), "due_at": reeval.requested_at.isoformat()},
     }
@@ -109,13 +113,21 @@ def render_text(report: Mapping[str, Any]) -> str:
     lines = [f"{report['decision']}  run {report['run_id']}  agent {report['agent_id'] or '-'}"
              f"  ({report['decided_at'][:19]}Z)"]
     lines += [f"  why: {w}" for w in report["why"]]
+    go_note = report.get("go_blocked_by_judge")
+    if go_note and go_note not in report["why"]:
+        lines.append(f"  note: {go_note}")
     judged = report.get("judged") or {}
     if judged.get("sampled"):
         lines.append(f"  note: the judge scored a sample of {judged.get('judged')} of "
                      f"{judged.get('answered')} answered cases")
-    lines.append(f"scores ({report['scored_cases']} of {report['cases']} cases scored):")
-    lines.append(f"  {'dimension':<20} {'mean':>6} {'95% CI':>13} {'min':>5}  unscored")
-    for d in (*DIMENSIONS, "composite"):
+    not_computed = report.get("not_computed") or {}
+    if "scores" in not_computed:
+        lines.append(f"scores: not computed ({not_computed['scores']}; {report['cases']} "
+                     "cases in the run)")
+    else:
+        lines.append(f"scores ({report['scored_cases']} of {report['cases']} cases scored):")
+        lines.append(f"  {'dimension':<20} {'mean':>6} {'95% CI':>13} {'min':>5}  unscored")
+    for d in (*DIMENSIONS, "composite") if "scores" not in not_computed else ():
         s = report["scores"][d]
         lo, hi = s["ci95"]
         ci = "-" if lo is None else f"{lo:.3f}-{hi:.3f}"
@@ -145,9 +157,12 @@ def render_text(report: Mapping[str, Any]) -> str:
             lines.append(f"  case {r['case_id']}: composite {r['baseline']:.3f} -> "
                          f"{r['current']:.3f} (drop {r['drop']:.3f})")
     h = report["hallucinations"]
-    lines.append(f"hallucinations: {h.get('claims', 0)} claims, {h.get('supported', 0)} "
-                 f"supported, {h.get('unscored', 0)} unscored; "
-                 + ", ".join(f"{c} {h.get(c, 0)}" for c in CATEGORIES))
+    if "hallucinations" in not_computed:
+        lines.append(f"hallucinations: not checked ({not_computed['hallucinations']})")
+    else:
+        lines.append(f"hallucinations: {h.get('claims', 0)} claims, {h.get('supported', 0)} "
+                     f"supported, {h.get('unscored', 0)} unscored; "
+                     + ", ".join(f"{c} {h.get(c, 0)}" for c in CATEGORIES))
     lines.append("checks:")
     for c in report["checks"]:
         lines.append(f"  [{c['status']:>8}] {c['kind']:<8} {c['name']}: {c['why']}")
@@ -184,13 +199,17 @@ def render_summary(report: Mapping[str, Any]) -> list[str]:
             + (f"; {judged['skipped_for_budget']} sampled case(s) left for the time budget"
                if judged.get("skipped_for_budget") else ""))
     scores = report["scores"]
-    lines.append("  scores: " + ", ".join(
-        f"{d} {_f(scores[d]['mean'], '.2f')}" for d in DIMENSIONS))
-    comp = scores["composite"]
-    lo, hi = comp["ci95"]
-    lines.append(f"  composite {_f(comp['mean'])}" + ("" if lo is None else
-                                                      f" (95% CI {lo:.3f}-{hi:.3f})")
-                 + f" over {comp['n']} cases")
+    not_computed = report.get("not_computed") or {}
+    if "scores" in not_computed:
+        lines.append(f"  scores: not computed ({not_computed['scores']})")
+    else:
+        lines.append("  scores: " + ", ".join(
+            f"{d} {_f(scores[d]['mean'], '.2f')}" for d in DIMENSIONS))
+        comp = scores["composite"]
+        lo, hi = comp["ci95"]
+        lines.append(f"  composite {_f(comp['mean'])}" + ("" if lo is None else
+                                                          f" (95% CI {lo:.3f}-{hi:.3f})")
+                     + f" over {comp['n']} cases")
     reg = report["regression"]
     if reg.get("baseline_run_id") is None:
         lines.append(f"  regression: none ({reg['baseline']})")
@@ -206,9 +225,12 @@ def render_summary(report: Mapping[str, Any]) -> list[str]:
             f"{len(reg['case_regressions'])} case regression(s)"
             + (f"; warnings: {', '.join(warned)}" if warned else ""))
     h = report["hallucinations"]
-    lines.append(f"  hallucinations: {h.get('claims', 0)} claims checked, "
-                 f"{h.get('supported', 0)} supported; "
-                 + ", ".join(f"{c} {h.get(c, 0)}" for c in CATEGORIES))
+    if "hallucinations" in not_computed:
+        lines.append(f"  hallucinations: not checked ({not_computed['hallucinations']})")
+    else:
+        lines.append(f"  hallucinations: {h.get('claims', 0)} claims checked, "
+                     f"{h.get('supported', 0)} supported; "
+                     + ", ".join(f"{c} {h.get(c, 0)}" for c in CATEGORIES))
     for r in report["remediation"][:3]:
         lines.append(f"  fix {r['check']}: {r['cause']} - {r['fix']}")
     return lines

@@ -29,6 +29,7 @@ import asyncpg
 from evalloop.adapters import golden_store
 from evalloop.adapters import readiness_store as store
 from evalloop.adapters.bus import Bus
+from evalloop.core.judge.calibration import CalibrationRecord
 from evalloop.core.judge.types import ClaimSupport, Judge, Judgement, JudgeUsage, Passage
 from evalloop.core.readiness.care import CareCase, care_checks
 from evalloop.core.readiness.checkpoints import sample_conversations
@@ -59,8 +60,8 @@ __all__ = ["JudgeRunResult", "UnknownRun", "Verdict", "case_scores", "decide_run
 
 log = logging.getLogger("evalloop.readiness")
 
-#: Namespace of the re-evaluation job a CONDITIONAL GO schedules (UUIDv5 of the decision id;
-#: never change it: a retried decision must not schedule twice).
+#: Namespace of the re-evaluation job a CONDITIONAL GO schedules (UUIDv5 of ``run:<run id>``;
+#: never change it: deciding a run again must not schedule a second job).
 _REEVAL_NAMESPACE = uuid.UUID("2b4f8a51-0c7e-4d8e-9f39-5c0d3a6e7b21")
 #: Claims checked per answer at most (a long answer's tail costs judge calls, not insight).
 MAX_CLAIMS = 8
@@ -79,9 +80,50 @@ def sample_key(info: store.RunInfo) -> str:
     return str(info.run_id)
 
 
-def reeval_job_id(decision_id: UUID) -> UUID:
-    """The id of the re-evaluation a CONDITIONAL GO decision schedules."""
-    return uuid.uuid5(_REEVAL_NAMESPACE, str(decision_id))
+def reeval_job_id(run_id: UUID) -> UUID:
+    """The id of the re-evaluation a CONDITIONAL GO of run ``run_id`` schedules: one per run,
+    however often the run is decided (``docs/readiness.md#the-gate``)."""
+    return uuid.uuid5(_REEVAL_NAMESPACE, f"run:{run_id}")
+
+
+async def _advisory_reasons(pool: asyncpg.Pool, cases: Sequence[store.RunCase]
+                            ) -> tuple[dict[str, str], str | None]:
+    """``dimension -> why it is advisory`` (e.g. ``"AUC 0.40 < 0.75"``, from the calibration
+    record the judge used) and the judge's model, from the stored judge metadata.
+
+    The record is the shipped one of the model, or the newest stored one of the model and
+    prompt version, when its id is the one the judge recorded; otherwise the reason names the
+    calibration id (``docs/judge.md#advisory-dimensions``).
+    """
+    from evalloop.adapters.judge_embedded import shipped_calibration
+    from evalloop.adapters.judge_store import latest_calibration
+
+    out: dict[str, str] = {}
+    model: str | None = None
+    records: dict[tuple[str, str, str], CalibrationRecord | None] = {}
+    for c in cases:
+        meta = c.judge or {}
+        dims = meta.get("advisory") or ()
+        model = model or meta.get("model")
+        if not dims:
+            continue
+        cal_id = str(meta.get("calibration_id"))
+        key = (str(meta.get("model")), str(meta.get("prompt_version")), cal_id)
+        if key not in records:
+            record: CalibrationRecord | None = None
+            try:
+                record = shipped_calibration(key[0])
+                if record is None or record.calibration_id != cal_id:
+                    record = await latest_calibration(pool, key[0], key[1])
+            except (EvalloopError, ValueError) as exc:
+                log.warning("calibration record %s unreadable: %s", cal_id, exc)
+                record = None
+            records[key] = record if record and record.calibration_id == cal_id else None
+        rec = records[key]
+        for dim in dims:
+            out.setdefault(dim, rec.advisory_reason(dim) if rec is not None else
+                           f"calibration {cal_id} below the agreement bar")
+    return out, model
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,11 +361,7 @@ async def decide_run(pool: asyncpg.Pool, run_id: UUID, *,
     decided_at = now or utc_now()
     cases = await store.load_cases(pool, run_id)
     scores = case_scores(cases)
-    advisory: dict[str, str] = {}
-    for c in cases:
-        for dim in (c.judge or {}).get("advisory") or ():
-            advisory[dim] = (f"judge calibration {(c.judge or {}).get('calibration_id')} below "
-                             "the agreement bar (docs/judge.md#advisory-dimensions)")
+    advisory, judge_model = await _advisory_reasons(pool, cases)
     evidence = {c.case_id: CaseEvidence(
         c.case_id, c.should_refuse, c.should_escalate, c.retrieved or (), c.context_chunks,
         retrieval_known=c.retrieved is not None) for c in cases}
@@ -346,7 +384,7 @@ async def decide_run(pool: asyncpg.Pool, run_id: UUID, *,
         agent_errors=[c.case_id for c in cases if c.status == "agent_error"],
         evidence=evidence, regression=regression, baseline_note=baseline.how,
         advisory_dimensions=advisory, care=care_checks(care_cases), checkpoints=cps,
-        composite_bar=composite_bar,
+        composite_bar=composite_bar, judge_model=judge_model,
     )
     gate = decide(inputs)
     claims = await store.list_claims(pool, agent_id=None, since=datetime.min.replace(
@@ -356,17 +394,12 @@ async def decide_run(pool: asyncpg.Pool, run_id: UUID, *,
     reeval = None
     if gate.decision == "CONDITIONAL GO" and info.agent_id is not None:
         reeval = ReevalRequested(
-            job_id=reeval_job_id(decision_id), agent_id=info.agent_id,
+            job_id=reeval_job_id(run_id), agent_id=info.agent_id,
             requested_at=decided_at + min(reeval_after, timedelta(days=7)),
             trigger="conditional_go",
             reason=(f"CONDITIONAL GO of run {run_id} at {decided_at:%Y-%m-%d %H:%M}Z: "
                     f"re-evaluation within 7 days ({'; '.join(gate.why)[:300]})"),
         )
-    report = decision_report(
-        decision_id=decision_id, run_id=run_id, agent_id=info.agent_id, decided_at=decided_at,
-        gate=gate, regression=regression, baseline_how=baseline.how, hallucinations=counts,
-        reeval=reeval, judged=judged or {}, cases_total=len(cases), scored=len(scores),
-    )
     stored_inputs = {
         "scores": [{"case_id": s.case_id, "scores": dict(s.scores)} for s in scores],
         "refusal_failures": list(inputs.refusal_failures),
@@ -386,8 +419,16 @@ async def decide_run(pool: asyncpg.Pool, run_id: UUID, *,
         "composite_bar": composite_bar, "judged": dict(judged or {}),
     }
     async with pool.acquire() as conn, conn.transaction():
-        if reeval is not None:
-            await store.schedule_reeval(conn, reeval)
+        if reeval is not None and not await store.schedule_reeval(conn, reeval):
+            # one re-evaluation per run: a later decision of the run points at the first job
+            due = await store.reeval_requested_at(conn, reeval.job_id)
+            if due is not None:
+                reeval = reeval.model_copy(update={"requested_at": due})
+        report = decision_report(
+            decision_id=decision_id, run_id=run_id, agent_id=info.agent_id, decided_at=decided_at,
+            gate=gate, regression=regression, baseline_how=baseline.how, hallucinations=counts,
+            reeval=reeval, judged=judged or {}, cases_total=len(cases), scored=len(scores),
+        )
         await store.save_decision(
             conn, decision_id=decision_id, run_id=run_id, agent_id=info.agent_id,
             decision=gate.decision, decided_at=decided_at, baseline_run_id=baseline.run_id,
