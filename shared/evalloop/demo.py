@@ -36,10 +36,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evalloop.adapters import monitor_store
@@ -51,7 +52,10 @@ from evalloop.replay.loop import Loop, in_process_loop
 from evalloop.replay.producer import deliver
 from evalloop.settings import Settings
 
-__all__ = ["DemoOptions", "DemoReport", "run_demo"]
+if TYPE_CHECKING:
+    from evalloop.readiness.verdict import JudgeRunResult
+
+__all__ = ["DemoOptions", "DemoReport", "baseline_line", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -460,8 +464,10 @@ async def _baseline(pool: asyncpg.Pool, settings: Settings, extras: dict[str, An
         run = await run_eval(cases, client, concurrency=4, agent_id=agent_id,
                              golden_set_version_id=version_id, eval_source=f"golden:{label}")
     await save_eval_run(pool, run)
-    console.print(f"[bold]baseline[/] {config.version}: judging {settings.readiness.judge_sample} "
-                  f"of {run.summary.total} answers with {extras['judge'].model} ...")
+    console.print(f"[bold]baseline[/] {config.version}: judging a sample of up to "
+                  f"{settings.readiness.judge_sample} of {run.summary.total} answers with "
+                  f"{extras['judge'].model} (no new case after "
+                  f"{settings.readiness.judge_budget_s:.0f} s) ...")
     res = await judge_run(pool, extras["judge"], run.run_id, knowledge=extras["knowledge"],
                           sample=settings.readiness.judge_sample,
                           max_claims=settings.readiness.max_claims,
@@ -471,12 +477,32 @@ async def _baseline(pool: asyncpg.Pool, settings: Settings, extras: dict[str, An
         pool, agent_id, run.run_id, pinned_by="evalloop demo",
         note=f"the {config.version} configuration before the incident")
     scored = case_scores(await readiness_store.load_cases(pool, run.run_id))
-    console.print(
-        f"[bold]baseline[/] {config.version}: run {str(run.run_id)[:8]} on {label}, "
-        f"{res.judged} of {res.answered} answers judged ({res.usage.calls} judge questions, "
-        f"{res.seconds:.0f} s); pinned as {agent_id}'s baseline")
+    console.print(escape(baseline_line(
+        config.version, str(run.run_id), label, res, agent_id,
+        budget_s=settings.readiness.judge_budget_s)))
     return {"run_id": str(run.run_id), "agent_config": config.version, "judged": res.judged,
             "scored_cases": [s.case_id for s in scored]}
+
+
+def baseline_line(version: str, run_id: str, label: str, res: JudgeRunResult, agent_id: str,
+                  *, budget_s: float | None) -> str:
+    """The demo's one line about its judged baseline run: how many answers the judge scored,
+    why it stopped short of its sample (the time budget), and that the run is pinned.
+
+    Args:
+        version: the agent configuration, run_id: the run, label: the golden-set version.
+        res: what :func:`evalloop.readiness.verdict.judge_run` did.
+        agent_id: the agent the run is pinned for.
+        budget_s: the judge's time budget, seconds (``None``: none).
+    """
+    short = ""
+    if res.skipped:
+        budget = f"the {budget_s:.0f} s time budget" if budget_s is not None else "the budget"
+        short = (f", {res.skipped} sampled case(s) left unjudged: {budget} ran out "
+                 "(a case already started finishes)")
+    return (f"baseline {version}: run {run_id[:8]} on {label}, {res.judged} of {res.answered} "
+            f"answers judged ({res.usage.calls} judge questions in {res.seconds:.0f} s{short}); "
+            f"pinned as {agent_id}'s baseline")
 
 
 # --------------------------------------------------------------------------- what it found
