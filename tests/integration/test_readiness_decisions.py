@@ -349,3 +349,26 @@ async def test_advisory_dimensions_of_the_shipped_judge_are_named_with_their_fig
     assert f"  why: {note}" in render_text(v.report).splitlines()
     row = await store.latest_decision(pool, run_id)
     assert row is not None and row["inputs"]["advisory_dimensions"]["safety"] == "AUC 0.40 < 0.75"
+
+
+async def test_the_gate_cli_before_judging_prints_not_computed_never_zero(
+        pool: asyncpg.Pool, version_id: uuid.UUID, db_dsn: str) -> None:
+    """A stored run nothing has judged yet: `gate --no-judge` says the scores and the
+    hallucination check were not computed, and why, in text and JSON."""
+    run = await run_eval(list(HR.cases), RESPONSES, agent_id=AGENT,
+                         golden_set_version_id=version_id, eval_source="test")
+    await save_eval_run(pool, run)
+    res = await cli(["gate", str(run.run_id), "--no-judge", "--db", db_dsn])
+    assert res.exit_code == 1, res.output
+    lines = res.stdout.splitlines()
+    assert "scores: not computed (the judge scored no answer of this run; 36 cases in the run)" \
+        in lines
+    assert "hallucinations: not checked (no answer was judged, so no claim was checked)" in lines
+    assert not any("unscored 0" in line or "0 claims" in line or line.startswith("  tone ")
+                   for line in lines)
+    res = await cli(["gate", str(run.run_id), "--no-judge", "--json", "--db", db_dsn])
+    report: dict[str, Any] = json.loads(res.stdout)
+    assert report["not_computed"] == {
+        "scores": "the judge scored no answer of this run",
+        "hallucinations": "no answer was judged, so no claim was checked"}
+    assert report["scored_cases"] == 0 and report["go_blocked_by_judge"] is None
