@@ -399,7 +399,9 @@ def calibrate(
         for row in calibration_rows(record):
             print(json.dumps(row))
     else:
-        Console(width=140).print(_table(record))
+        Console(width=180).print(_table(record))
+        for line in explanation_lines(record):
+            print(line)
 
 
 def markdown_table(record: CalibrationRecord) -> str:
