@@ -325,5 +325,10 @@ def test_a_composite_drop_cannot_block_when_a_dimension_is_advisory() -> None:
     kinds = {c.name: (c.kind, c.status) for c in d.checks}
     assert kinds["regression:composite"] == ("advisory", "fail")
     assert kinds["regression:tone"] == ("advisory", "fail")
+    # the tone drop is remedied as the judge's limit, not as the agent's persona
+    (r,) = [r for r in d.remediation if r.check == "regression:tone"]
+    assert (r.cause, r.cases) == ("judge", ())
+    assert r.explanation == ("tone is advisory (AUC 0.61 < 0.75): a drop in this judge's tone "
+                             "scores is a flag to read, not evidence that the agent got worse")
     assert decide(GateInputs("r1", cur, regression=rep,
                              checkpoints=approved())).decision == "NO-GO"

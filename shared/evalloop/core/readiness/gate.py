@@ -421,6 +421,14 @@ def decide(inp: GateInputs) -> GateDecision:
                 drops = [r.case_id for r in reg.case_regressions
                          if dim == "composite" or dim in r.dimensions]
                 name = ("regression:" if c.significant_regression else "regression_warning:") + dim
+                if dim in advisory:
+                    rem.append(Remediation(
+                        name, dim, tuple(drops), "judge",
+                        f"{dim} is advisory ({advisory[dim]}): a drop in this judge's {dim} "
+                        "scores is a flag to read, not evidence that the agent got worse",
+                        "compare the two runs' answers of these cases by hand (evalloop gate "
+                        "RUN --json), or score them with a judge calibrated above the bar"))
+                    continue
                 rem.extend(_remediate(name, dim, drops, inp.evidence) if drops else
                            [Remediation(name, dim, (), "unknown",
                                         "the mean fell without a single case dropping > 0.15",
