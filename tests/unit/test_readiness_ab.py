@@ -138,3 +138,32 @@ def test_interval_clipped_and_no_detectable_difference_in_text_and_json() -> Non
         "  (clipped): the Student-t interval reached past [-1, 1], the range of a difference "
         "of two 0-1 scores",
         "left out of the composite comparison: 1", "  a002: composite unscored on A"]
+
+
+def test_headline_follows_the_basis() -> None:
+    from evalloop.core.readiness.ab import headline
+
+    a, b = [uniform("c0", 0.8), uniform("c1", 0.7)], [uniform("c0", 0.7), uniform("c1", 0.8)]
+    assert headline(compare_ab(a, b, gate_failures={"B": ["x"]})) == (
+        "A is better (gate failures / agent errors)")
+    assert headline(compare_ab(a, b, gate_failures={"A": ["x"], "B": ["y"]})) == (
+        "neither is better (both fail cases)")
+    assert headline(compare_ab(a[:1], b[:1])) == "too few paired cases to compare"
+    assert headline(compare_ab(a[:1], b[1:])) == "nothing to compare"
+    assert headline(compare_ab(a, b)) == "no significant difference"
+    hi = [uniform(f"c{i}", v) for i, v in enumerate([0.80, 0.83, 0.79, 0.80, 0.81, 0.78])]
+    lo = [uniform(f"c{i}", v) for i, v in enumerate([0.70, 0.72, 0.68, 0.71, 0.69, 0.70])]
+    assert headline(compare_ab(lo, hi)) == "B is better"
+
+
+def test_hard_failures_of_stored_cases() -> None:
+    from evalloop.adapters.readiness_store import RunCase
+    from evalloop.readiness.ab import hard_failures
+
+    def case(case_id: str, status: str, gates: tuple[str, ...] = ()) -> RunCase:
+        return RunCase(case_id, "c", "q", None, status, False, False, gates, None, None, (),
+                       None, {}, None, None)
+
+    cases = [case("a1", "passed"), case("a2", "failed_gate", ("refusal",)),
+             case("a3", "agent_error"), case("a4", "failed_gate", ("escalation",))]
+    assert hard_failures(cases) == (["a2", "a4"], ["a3"])

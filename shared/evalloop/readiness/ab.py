@@ -9,6 +9,7 @@ passages; both runs are stored (``eval_source`` ``ab:A`` / ``ab:B``) and judged 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -26,7 +27,7 @@ from evalloop.readiness.knowledge import Knowledge
 from evalloop.readiness.report import ci_text, paired_json
 from evalloop.readiness.verdict import case_scores, judge_run
 
-__all__ = ["ABResult", "ab_json", "render_ab", "run_ab"]
+__all__ = ["ABResult", "ab_json", "hard_failures", "render_ab", "run_ab"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,14 @@ async def run_ab(pool: asyncpg.Pool, judge: Judge, eval_set: EvalSet, url_a: str
     b_by_id = {r.case_id: r for r in run_b.results}
     answers = {r.case_id: (r.response, b_by_id[r.case_id].response) for r in run_a.results}
     return ABResult(run_a.run_id, run_b.run_id, (url_a, url_b), report, answers, gates, judged)
+
+
+def hard_failures(cases: Sequence[store.RunCase]) -> tuple[list[str], list[str]]:
+    """``(gate_failures, agent_errors)`` of a stored run's cases: the ids failing a refusal or
+    escalation gate, and the ids the agent answered with an error
+    (``docs/readiness.md#a-b-comparison``)."""
+    return ([c.case_id for c in cases if c.gates_failed],
+            [c.case_id for c in cases if c.status == "agent_error"])
 
 
 def ab_json(res: ABResult) -> dict[str, Any]:

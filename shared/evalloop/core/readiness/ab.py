@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from evalloop.core.readiness.paired import PairedTest, paired_test
 from evalloop.core.readiness.scores import DIMENSIONS, CaseScores, composite
 
-__all__ = ["ABCase", "ABDimension", "ABExcluded", "ABReport", "compare_ab"]
+__all__ = ["ABCase", "ABDimension", "ABExcluded", "ABReport", "compare_ab", "headline"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,3 +211,19 @@ def compare_ab(a: Sequence[CaseScores], b: Sequence[CaseScores], *, top: int = 5
     divergent = tuple(sorted(cases, key=lambda x: (-abs(x.diff), x.case_id))[:top])
     return ABReport(tuple(x.case_id for x in cases), dims, divergent, winner, summary,
                     tuple(excluded), gates, errors, basis)
+
+
+def headline(report: ABReport) -> str:
+    """The verdict in a few words (the web tab's headline; the reasons are in ``summary``):
+    ``"A is better (gate failures / agent errors)"``, ``"neither is better (both fail cases)"``,
+    ``"too few paired cases to compare"``, ``"nothing to compare"``, ``"B is better"`` or
+    ``"no significant difference"``."""
+    if report.basis == "failures":
+        return ("neither is better (both fail cases)" if report.winner == "neither"
+                else f"{report.winner} is better (gate failures / agent errors)")
+    if report.basis == "too_few":
+        return "too few paired cases to compare"
+    if report.basis == "nothing":
+        return "nothing to compare"
+    return "no significant difference" if report.winner == "neither" else (
+        f"{report.winner} is better")
