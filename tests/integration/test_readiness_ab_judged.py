@@ -43,8 +43,12 @@ async def test_ab_runs_both_configurations_and_compares_them(pool: asyncpg.Pool)
     (case,) = data["divergent"] if data["dimensions"]["composite"]["n"] else (None,)
     if case is not None:
         assert case["answer_a"] and case["answer_b"]
-    assert data["winner"] == "neither"
+    # B fails a gate A passes: A is better whatever the composite, said with the counts
+    assert data["winner"] == "A" and data["verdict_basis"] == "failures"
+    assert data["summary"].startswith(
+        "A is better: B fails 1 refusal/escalation gate or agent-error case(s) that A passes "
+        "(a001; gate failures A 0, B 1; agent errors A 0, B 0), whatever the composite; ")
     text = render_ab(data)
-    assert text.splitlines()[2].startswith("verdict: ")
+    assert text.splitlines()[2].startswith("verdict: A is better: B fails 1 ")
     runs = await pool.fetch("SELECT eval_source FROM eval_runs ORDER BY eval_source")
     assert [r["eval_source"] for r in runs] == ["ab:A", "ab:B"]

@@ -9,6 +9,7 @@ passages; both runs are stored (``eval_source`` ``ab:A`` / ``ab:B``) and judged 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -23,10 +24,10 @@ from evalloop.core.judge.types import Judge
 from evalloop.core.readiness.ab import ABReport, compare_ab
 from evalloop.evaluation import run_eval
 from evalloop.readiness.knowledge import Knowledge
-from evalloop.readiness.report import paired_json
+from evalloop.readiness.report import ci_text, paired_json
 from evalloop.readiness.verdict import case_scores, judge_run
 
-__all__ = ["ABResult", "ab_json", "render_ab", "run_ab"]
+__all__ = ["ABResult", "ab_json", "hard_failures", "render_ab", "run_ab"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +109,22 @@ async def run_ab(pool: asyncpg.Pool, judge: Judge, eval_set: EvalSet, url_a: str
     if sample_ids is not None:
         scores_a = [s for s in scores_a if s.case_id in sample_ids]
         scores_b = [s for s in scores_b if s.case_id in sample_ids]
-    report = compare_ab(scores_a, scores_b)
-    b_by_id = {r.case_id: r for r in run_b.results}
-    answers = {r.case_id: (r.response, b_by_id[r.case_id].response) for r in run_a.results}
     gates = {side: [*run.summary.refusal_gate_failures, *run.summary.escalation_gate_failures]
              for side, run in (("A", run_a), ("B", run_b))}
+    errors = {side: list(run.summary.agent_error_cases)
+              for side, run in (("A", run_a), ("B", run_b))}
+    report = compare_ab(scores_a, scores_b, gate_failures=gates, agent_errors=errors)
+    b_by_id = {r.case_id: r for r in run_b.results}
+    answers = {r.case_id: (r.response, b_by_id[r.case_id].response) for r in run_a.results}
     return ABResult(run_a.run_id, run_b.run_id, (url_a, url_b), report, answers, gates, judged)
+
+
+def hard_failures(cases: Sequence[store.RunCase]) -> tuple[list[str], list[str]]:
+    """``(gate_failures, agent_errors)`` of a stored run's cases: the ids failing a refusal or
+    escalation gate, and the ids the agent answered with an error
+    (``docs/readiness.md#a-b-comparison``)."""
+    return ([c.case_id for c in cases if c.gates_failed],
+            [c.case_id for c in cases if c.status == "agent_error"])
 
 
 def ab_json(res: ABResult) -> dict[str, Any]:
@@ -122,7 +133,10 @@ def ab_json(res: ABResult) -> dict[str, Any]:
     return {
         "run_a": str(res.run_a), "run_b": str(res.run_b), "agent_a": res.endpoints[0],
         "agent_b": res.endpoints[1], "shared_cases": len(r.shared), "winner": r.winner,
-        "summary": r.summary, "judged": res.judged, "gate_failures": res.gate_failures,
+        "summary": r.summary, "verdict_basis": r.basis, "judged": res.judged,
+        "gate_failures": res.gate_failures,
+        "agent_errors": {k: list(v) for k, v in r.agent_errors.items()},
+        "excluded": [{"case_id": x.case_id, "reason": x.reason} for x in r.excluded],
         "dimensions": {d: {**paired_json(x.test), "mean_a": paired_json(x.test)["mean_baseline"],
                            "mean_b": paired_json(x.test)["mean_current"], "better": x.better}
                        for d, x in r.dimensions.items()},
@@ -134,22 +148,43 @@ def ab_json(res: ABResult) -> dict[str, Any]:
 
 
 def render_ab(data: dict[str, Any]) -> str:
-    """The comparison for a person."""
+    """The comparison for a person: the verdict, hard failures per side with their cases, the
+    per-dimension table (with the smallest difference detectable at 80 % power), the cases left
+    out of the composite comparison, the most divergent cases with both answers."""
+    gates, errors = data["gate_failures"], data.get("agent_errors") or {"A": [], "B": []}
     lines = [f"A/B: A = {data['agent_a']} (run {data['run_a']})",
              f"     B = {data['agent_b']} (run {data['run_b']})",
-             f"verdict: {data['summary']}",
-             f"gate failures: A {len(data['gate_failures']['A'])}, "
-             f"B {len(data['gate_failures']['B'])}",
-             f"  {'dimension':<20} {'A':>6} {'B':>6} {'B-A':>7} {'95% CI':>17} {'p':>7}  better"]
+             f"verdict: {data['summary']}"]
+    for label, by_side in (("gate failures", gates), ("agent errors", errors)):
+        lines.append(f"{label}: A {len(by_side['A'])}, B {len(by_side['B'])}")
+        for side in ("A", "B"):
+            if by_side[side]:
+                lines.append(f"  {side}: {', '.join(by_side[side])}")
+    lines.append(f"  {'dimension':<20} {'n':>3} {'A':>6} {'B':>6} {'B-A':>7} {'95% CI':>27} "
+                 f"{'p':>7}  {'detectable@80%':<14}  better")
+    clipped = False
     for d, x in data["dimensions"].items():
         if x["n"] == 0:
-            lines.append(f"  {d:<20} unscored on the shared cases")
+            lines.append(f"  {d:<20} {0:>3} unscored on the shared cases")
             continue
-        lo, hi = x["ci95"]
-        ci = "-" if lo is None else f"{lo:+.3f}..{hi:+.3f}"
+        clipped = clipped or bool(x.get("ci95_clipped"))
         p = "-" if x["p"] is None else f"{x['p']:.4f}"
-        lines.append(f"  {d:<20} {x['mean_a']:>6.3f} {x['mean_b']:>6.3f} {x['mean_diff']:>+7.3f}"
-                     f" {ci:>17} {p:>7}  {x['better']}")
+        detect = (f"{x['detectable_drop_80']:.3f}" if x.get("detectable_drop_80") is not None
+                  else "none" if x.get("detectable_drop_80_note") else "-")
+        lines.append(f"  {d:<20} {x['n']:>3} {x['mean_a']:>6.3f} {x['mean_b']:>6.3f} "
+                     f"{x['mean_diff']:>+7.3f} {ci_text(x):>27} {p:>7}  {detect:<14}  "
+                     f"{x['better']}")
+    notes = sorted({x["detectable_drop_80_note"] for x in data["dimensions"].values()
+                    if x.get("detectable_drop_80_note")})
+    for note in notes:
+        lines.append(f"  detectable none: {note.replace('drop', 'difference')}")
+    if clipped:
+        lines.append("  (clipped): the Student-t interval reached past [-1, 1], the range of a "
+                     "difference of two 0-1 scores")
+    if data.get("excluded"):
+        lines.append(f"left out of the composite comparison: {len(data['excluded'])}")
+        for x in data["excluded"]:
+            lines.append(f"  {x['case_id']}: {x['reason']}")
     if data["divergent"]:
         lines.append("most divergent cases:")
         for c in data["divergent"]:

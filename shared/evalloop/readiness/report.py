@@ -19,8 +19,8 @@ from evalloop.core.readiness.regression import RegressionReport
 from evalloop.core.readiness.scores import DIMENSIONS, MINIMUMS
 from evalloop.events import ReevalRequested
 
-__all__ = ["decision_report", "hallucination_counts", "paired_json", "render_summary",
-           "render_text"]
+__all__ = ["ci_text", "decision_report", "detectable_text", "hallucination_counts", "paired_json",
+           "render_summary", "render_text"]
 
 
 def _num(x: float | None, digits: int = 6) -> float | None:
@@ -36,9 +36,28 @@ def paired_json(t: PairedTest) -> dict[str, Any]:
         "mean_diff": _num(t.mean_diff), "ci95": [_num(t.ci_low), _num(t.ci_high)],
         "t": _num(t.t), "p": _num(t.p, 8), "cohens_dz": _num(t.d_z),
         "detectable_dz_80": _num(t.detectable_d_z),
-        "detectable_drop_80": _num(t.detectable_drop), "significant": t.significant,
+        "detectable_drop_80": _num(t.detectable_drop),
+        "detectable_drop_80_note": t.detectable_note, "ci95_clipped": t.ci_clipped,
+        "significant": t.significant,
         "note": t.note or (f"t = {t.t}" if t.t is not None and not math.isfinite(t.t) else ""),
     }
+
+
+def detectable_text(c: Mapping[str, Any]) -> str:
+    """The smallest drop detectable at 80 % power of a :func:`paired_json` object, for a person:
+    the figure, or why there is none ("no drop of any size is detectable with 2 cases";
+    ``docs/readiness.md#regression-statistics``)."""
+    if c.get("detectable_drop_80") is not None:
+        return f"{c['detectable_drop_80']:.3f}"
+    return str(c.get("detectable_drop_80_note") or "-")
+
+
+def ci_text(c: Mapping[str, Any]) -> str:
+    """The 95 % interval of a :func:`paired_json` object (``-0.120..+1.000 (clipped)``)."""
+    lo, hi = c["ci95"]
+    if lo is None or hi is None:
+        return "-"
+    return f"{lo:+.3f}..{hi:+.3f}" + (" (clipped)" if c.get("ci95_clipped") else "")
 
 
 def hallucination_counts(claims: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -139,20 +158,18 @@ def render_text(report: Mapping[str, Any]) -> str:
     else:
         lines.append(f"regression vs {reg['baseline_run_id']} ({reg['baseline']}), on "
                      f"{reg['shared_cases']} shared cases:")
-        lines.append(f"  {'dimension':<20} {'base':>6} {'now':>6} {'diff':>7} {'95% CI':>17} "
+        lines.append(f"  {'dimension':<20} {'base':>6} {'now':>6} {'diff':>7} {'95% CI':>27} "
                      f"{'p':>7} {'d_z':>6} {'min drop@80%':>12}")
         for d in (*DIMENSIONS, "composite"):  # jsonb does not keep key order
             c = reg["dimensions"][d]
             if c["n"] == 0:
                 continue
-            lo, hi = c["ci95"]
-            ci = "-" if lo is None else f"{lo:+.3f}..{hi:+.3f}"
             mark = (" SIGNIFICANT DROP" if c["significant_regression"]
                     else " warning" if c["warning"] else "")
             lines.append(f"  {d:<20} {_f(c['mean_baseline']):>6} {_f(c['mean_current']):>6} "
-                         f"{_f(c['mean_diff'], '+.3f'):>7} {ci:>17} {_f(c['p'], '.4f'):>7} "
-                         f"{_f(c['cohens_dz'], '.2f'):>6} {_f(c['detectable_drop_80']):>12}"
-                         f"{mark}")
+                         f"{_f(c['mean_diff'], '+.3f'):>7} {ci_text(c):>27} "
+                         f"{_f(c['p'], '.4f'):>7} {_f(c['cohens_dz'], '.2f'):>6} "
+                         f"{detectable_text(c):>12}{mark}")
         for r in reg["case_regressions"]:
             lines.append(f"  case {r['case_id']}: composite {r['baseline']:.3f} -> "
                          f"{r['current']:.3f} (drop {r['drop']:.3f})")
@@ -220,8 +237,10 @@ def render_summary(report: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"  regression vs {reg['baseline']} run {reg['baseline_run_id'][:8]} on "
             f"{reg['shared_cases']} shared cases: composite {_f(c['mean_baseline'])} -> "
-            f"{_f(c['mean_current'])} (diff {_f(c['mean_diff'], '+.3f')}, p = {p}; smallest "
-            f"drop detectable at 80% power {_f(c['detectable_drop_80'])}); "
+            f"{_f(c['mean_current'])} (diff {_f(c['mean_diff'], '+.3f')}, p = {p}; "
+            + (f"smallest drop detectable at 80% power {c['detectable_drop_80']:.3f}"
+               if c.get("detectable_drop_80") is not None else detectable_text(c))
+            + "); "
             f"{len(reg['case_regressions'])} case regression(s)"
             + (f"; warnings: {', '.join(warned)}" if warned else ""))
     h = report["hallucinations"]

@@ -16,6 +16,12 @@ Degenerate cases are answered, never NaN (``docs/readiness.md#regression-statist
   ``d_z`` is unbounded (``None``) and the detectable drop is 0;
 * fewer than two pairs: no test (``p = None`` with the reason).
 
+Scores live on 0-1, so a difference lives on [-1, 1] (``docs/readiness.md#regression-statistics``):
+
+* the Student-t interval is clipped to ``[-1, 1]`` and ``ci_clipped`` says so;
+* a smallest detectable drop above 1 is no drop at all: ``detectable_drop`` is ``None`` and
+  ``detectable_note`` reads "no drop of any size is detectable with N cases".
+
 Pure: values in, values out.
 """
 
@@ -28,12 +34,15 @@ from dataclasses import dataclass
 # numpy and scipy are imported inside the functions that compute: importing scipy.stats takes
 # about 1 s, and ``evalloop gate --help`` / ``evalloop ab --help`` import this module
 
-__all__ = ["ALPHA", "POWER", "PairedTest", "detectable_effect", "paired_test", "power"]
+__all__ = ["ALPHA", "MAX_DIFF", "POWER", "PairedTest", "detectable_effect", "paired_test",
+           "power"]
 
 #: Significance level of the regression test (``docs/rules.md#regression``: p < 0.05).
 ALPHA = 0.05
 #: Power at which the smallest detectable drop is reported (the usual 80 %).
 POWER = 0.80
+#: The largest possible difference of two 0-1 scores (``docs/readiness.md#regression-statistics``).
+MAX_DIFF = 1.0
 
 
 def power(d_z: float, n: int, alpha: float = ALPHA) -> float:
@@ -91,7 +100,8 @@ class PairedTest:
         n: pairs compared.
         mean_baseline, mean_current: means of each side (``None`` when ``n == 0``).
         mean_diff: mean of ``current - baseline``.
-        ci_low, ci_high: Student-t 95 % interval of ``mean_diff`` (``None`` below 2 pairs).
+        ci_low, ci_high: Student-t 95 % interval of ``mean_diff`` clipped to ``[-1, 1]``
+            (``None`` below 2 pairs).
         t: the t statistic (``None`` below 2 pairs; 0 for equal scores; +-inf for a constant
             non-zero difference).
         p: two-sided p-value (``None`` below 2 pairs; 1.0 for equal scores).
@@ -99,9 +109,12 @@ class PairedTest:
             are not all zero; 0.0 for equal scores).
         detectable_d_z: smallest d_z detectable at 80 % power with ``n`` pairs.
         detectable_drop: ``detectable_d_z`` times the standard deviation of the differences,
-            in score units (0-1).
+            in score units (0-1); ``None`` below 2 pairs or when above 1 (no drop on a 0-1
+            scale is that large; see ``detectable_note``).
         significant: ``p < 0.05``.
         note: why a figure is missing, or ``""``.
+        ci_clipped: the Student-t interval reached beyond ``[-1, 1]`` and was clipped.
+        detectable_note: why ``detectable_drop`` is missing, or ``""``.
     """
 
     n: int
@@ -117,6 +130,8 @@ class PairedTest:
     detectable_drop: float | None
     significant: bool
     note: str = ""
+    ci_clipped: bool = False
+    detectable_note: str = ""
 
 
 def paired_test(baseline: Sequence[float], current: Sequence[float],
@@ -143,7 +158,8 @@ def paired_test(baseline: Sequence[float], current: Sequence[float],
     base = (float(b.mean()), float(c.mean()), mean_diff)
     if n < 2:
         return PairedTest(n, *base, None, None, None, None, None, None, None, False,
-                          "one shared case: a paired test needs at least two")
+                          "one shared case: a paired test needs at least two",
+                          detectable_note="a paired test needs at least two cases (n = 1)")
     sd = float(diff.std(ddof=1))
     d_eff = detectable_effect(n, POWER, alpha)
     if sd == 0.0 or np.allclose(diff, diff[0], rtol=0.0, atol=1e-12):
@@ -156,7 +172,13 @@ def paired_test(baseline: Sequence[float], current: Sequence[float],
     res = stats.ttest_rel(c, b)
     ci = res.confidence_interval(confidence_level=1 - alpha)
     p = float(res.pvalue)
+    lo, hi = float(ci.low), float(ci.high)
+    clipped = lo < -MAX_DIFF or hi > MAX_DIFF
+    drop: float | None = d_eff * sd
+    why_no_drop = ""
+    if drop is not None and drop > MAX_DIFF:
+        drop, why_no_drop = None, f"no drop of any size is detectable with {n} cases"
     return PairedTest(
-        n, *base, float(ci.low), float(ci.high), float(res.statistic), p, mean_diff / sd,
-        d_eff, d_eff * sd, p < alpha,
+        n, *base, max(lo, -MAX_DIFF), min(hi, MAX_DIFF), float(res.statistic), p,
+        mean_diff / sd, d_eff, drop, p < alpha, ci_clipped=clipped, detectable_note=why_no_drop,
     )

@@ -26,12 +26,13 @@ from starlette.routing import Route
 
 from evalloop.adapters import readiness_store as store
 from evalloop.core.charts import IntervalRow, diff_axis, interval_chart_svg
-from evalloop.core.readiness.ab import compare_ab
+from evalloop.core.readiness.ab import compare_ab, headline
 from evalloop.core.readiness.checkpoints import CHECKPOINTS, CheckpointRecord, sample_conversations
 from evalloop.core.readiness.hallucination import CATEGORIES
 from evalloop.core.readiness.regression import compare
 from evalloop.core.readiness.scores import DIMENSIONS, MINIMUMS, composite, dimension_stats
 from evalloop.events import utc_now
+from evalloop.readiness.ab import hard_failures
 from evalloop.readiness.report import paired_json, regression_json
 from evalloop.readiness.verdict import case_scores
 from evalloop.web.render import page
@@ -319,7 +320,10 @@ async def ab_tab(request: Request) -> Response:
     if pair is not None:
         a = await store.load_cases(pool, pair.run_a)
         b = await store.load_cases(pool, pair.run_b)
-        report = compare_ab(case_scores(a), case_scores(b))
+        (gates_a, errors_a), (gates_b, errors_b) = hard_failures(a), hard_failures(b)
+        report = compare_ab(case_scores(a), case_scores(b),
+                            gate_failures={"A": gates_a, "B": gates_b},
+                            agent_errors={"A": errors_a, "B": errors_b})
         dims = {d: {**paired_json(x.test), "better": x.better}
                 for d, x in report.dimensions.items()}
         rows = [IntervalRow(d.replace("_", " "), x["mean_diff"], x["ci95"][0], x["ci95"][1],
@@ -330,7 +334,7 @@ async def ab_tab(request: Request) -> Response:
                 for d, x in dims.items()]
         answers_a = {c.case_id: c for c in a}
         answers_b = {c.case_id: c for c in b}
-        ctx.update(report=report, dims=dims,
+        ctx.update(report=report, dims=dims, headline=headline(report),
                    chart=interval_chart_svg(rows, lo=-diff_axis(rows), hi=diff_axis(rows),
                                             zero_line=0.0, ticks=4,
                                             title="B − A per dimension with 95 % intervals"),
