@@ -104,9 +104,11 @@ async def test_a_reviewer_walks_the_readiness_tabs_and_approves_a_checkpoint(
                             "note": "read all ten, fine", "n": 10}
     await _shot(page, "r5-gate-approved")
 
-    # A/B (key 9): B better; the most divergent case first with both answers
+    # A/B (key 9): B scores higher but fails a gate case A passes, so A is better
+    # (docs/readiness.md#a-b-comparison); the most divergent case first with both answers
     await page.keyboard.press("9")
     await expect(page).to_have_url(f"{server}/agents/{AGENT}/ab")
-    await expect(page.locator(".stat.wide .stat-value")).to_have_text("B is better")
+    await expect(page.locator(".stat.wide .stat-value")).to_have_text(
+        "A is better (gate failures / agent errors)")
     await expect(page.locator(".divergent-case").first).to_contain_text("B's answer to a001.")
     await _shot(page, "r6-ab")
