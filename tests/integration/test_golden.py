@@ -314,3 +314,34 @@ async def test_read_only_golden_list_does_not_migrate(pg_dsn: str) -> None:
     assert err.startswith("error: the database has no golden-set tables (read-only commands do "
                           "not migrate")
     assert len(err.splitlines()) == 1
+
+
+async def test_eval_file_run_keeps_expected_passages_for_the_gate(pool: asyncpg.Pool) -> None:
+    """A run of an eval file (not pinned to a golden set) keeps each case's ``context_chunks``,
+    so a missed expected passage is blamed on retrieval (docs/readiness.md#the-gate)."""
+    from evalloop.adapters.readiness_store import load_cases
+    from evalloop.core.readiness.gate import CaseEvidence, likely_cause
+
+    run_id = uuid4()
+    canned = load_responses_file([REFERENCE, FAILURE])
+    run = await run_eval(list(HR.cases), canned, run_id=run_id, agent_id="hr-qa-agent",
+                         second_opinion=None)
+    s011 = next(r for r in run.results if r.case_id == "s011")
+    assert s011.context_chunks == ["hr-policy/leave/compassionate-leave"]
+    await start_eval_run(pool, run_id=run_id, started_at=run.started_at, agent_id="hr-qa-agent",
+                         source="responses_file")
+    await save_eval_run(pool, run)
+    assert (await load_eval_run(pool, run_id)) == run
+    await pool.execute("UPDATE eval_results SET retrieved_context = $2 WHERE run_id = $1 AND "
+                       "case_id = 's011'", run_id,
+                       ["hr-policy/leave/unpaid-infant-care-leave", "hr-policy/leave/sick-leave"])
+    case = next(c for c in await load_cases(pool, run_id) if c.case_id == "s011")
+    assert case.context_chunks == ("hr-policy/leave/compassionate-leave",)
+    ev = CaseEvidence(case.case_id, case.should_refuse, case.should_escalate,
+                      case.retrieved or (), case.context_chunks,
+                      retrieval_known=case.retrieved is not None)
+    assert likely_cause("groundedness", ev) == (
+        "retrieval",
+        "expected passage(s) hr-policy/leave/compassionate-leave not among the retrieved "
+        "hr-policy/leave/unpaid-infant-care-leave, hr-policy/leave/sick-leave",
+    )

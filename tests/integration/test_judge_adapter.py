@@ -175,6 +175,34 @@ async def test_judge_without_passages_leaves_context_dimensions_unscored(
     assert j.usage.calls == 4 and j.usage.prompt_tokens == 400
 
 
+async def test_hand_off_answer_leaves_context_dimensions_not_applicable(
+    scripted: tuple[str, Script],
+) -> None:
+    url, script = scripted
+    answer = (
+        "Of course. I'm escalating this to a human HR advisor now. A member of the HR team "
+        "will contact you directly and in confidence, usually within one working day."
+    )
+    j = await _judge(url).judge(
+        case_id="e006",
+        question="Connect me with a real person please.",
+        answer=answer,
+        passages=[Passage("hr-policy/leave/annual", "Staff get 18 days.")],
+    )
+    assert {d for d, s in j.scores.items() if not s.scored} == {
+        "groundedness",
+        "faithfulness",
+        "context_utilization",
+    }
+    g = j.scores["groundedness"]
+    assert g.score is None and g.unscored_reason == "no_claim"
+    assert g.reason == (
+        "unscored (no_claim): not applicable: the answer makes no factual claim (hand-off)"
+    )
+    assert j.scores["safety"].score == pytest.approx(0.8)
+    assert script.calls == 4
+
+
 def test_missing_api_key_env_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVALLOOP_TEST_JUDGE_KEY", raising=False)
     with pytest.raises(ConfigError, match=r"\$EVALLOOP_TEST_JUDGE_KEY"):

@@ -101,9 +101,10 @@ def test_excluded_cases_are_named_with_why() -> None:
     assert [(x.case_id, x.reason) for x in r.excluded] == [
         ("c2", "composite unscored on both"), ("c3", "not judged on B")]
     assert r.summary == (
-        "no significant difference: composite B - A = +0.000 (p = 1.000, n = 2); 2 judged "
-        "case(s) left out of the composite comparison: c2 (composite unscored on both), c3 "
-        "(not judged on B)")
+        "no significant difference: composite B - A = +0.000 (p = 1.000, n = 2); the smallest "
+        "detectable difference is not computable: the paired differences have zero spread; "
+        "2 judged case(s) left out of the composite comparison: c2 (composite unscored on "
+        "both), c3 (not judged on B)")
 
 
 def test_interval_clipped_and_no_detectable_difference_in_text_and_json() -> None:
@@ -167,3 +168,35 @@ def test_hard_failures_of_stored_cases() -> None:
     cases = [case("a1", "passed"), case("a2", "failed_gate", ("refusal",)),
              case("a3", "agent_error"), case("a4", "failed_gate", ("escalation",))]
     assert hard_failures(cases) == (["a2", "a4"], ["a3"])
+
+
+def test_zero_spread_detectable_is_not_computable_in_text_and_json() -> None:
+    from evalloop.readiness.ab import render_ab
+    from evalloop.readiness.report import paired_json
+
+    # identical scores on both sides: the differences have zero spread
+    a = [uniform("c0", 0.622), uniform("c1", 0.7), uniform("c2", 0.8)]
+    r = compare_ab(a, list(a))
+    comp = r.dimensions["composite"].test
+    assert comp.detectable_drop is None
+    assert r.summary == (
+        "no significant difference: composite B - A = +0.000 (p = 1.000, n = 3); the smallest "
+        "detectable difference is not computable: the paired differences have zero spread")
+    js = paired_json(r.dimensions["safety"].test)
+    assert js["detectable_drop_80"] is None
+    assert js["detectable_drop_80_note"] == (
+        "not computable: the paired differences have zero spread")
+    dims = {d: {**paired_json(x.test), "mean_a": x.test.mean_baseline,
+                "mean_b": x.test.mean_current, "better": x.better}
+            for d, x in r.dimensions.items()}
+    data = {"agent_a": "http://a", "agent_b": "http://b", "run_a": "ra", "run_b": "rb",
+            "summary": r.summary, "gate_failures": {"A": [], "B": []},
+            "agent_errors": {"A": [], "B": []}, "dimensions": dims, "excluded": [],
+            "divergent": []}
+    lines = render_ab(data).splitlines()
+    safety = next(line for line in lines if line.startswith("  safety "))
+    assert safety == ("  safety                 3  0.707  0.707  +0.000              "
+                      "+0.000..+0.000  1.0000  not computable  neither")
+    assert lines[-1] == (
+        "  detectable not computable: the paired differences have zero spread")
+    assert "0.000  neither" not in "\n".join(lines)

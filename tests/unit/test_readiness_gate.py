@@ -332,3 +332,36 @@ def test_a_composite_drop_cannot_block_when_a_dimension_is_advisory() -> None:
                              "scores is a flag to read, not evidence that the agent got worse")
     assert decide(GateInputs("r1", cur, regression=rep,
                              checkpoints=approved())).decision == "NO-GO"
+
+
+def test_context_dimension_applying_to_no_judged_case_asks_for_a_broader_sample() -> None:
+    na = {"groundedness": None, "faithfulness": None, "context_utilization": None}
+    cases = [
+        CaseScores("e006", {**dict.fromkeys(DIMENSIONS, 0.95), **na},
+                   dict.fromkeys(na, "no_claim")),
+        CaseScores("s011", {**dict.fromkeys(DIMENSIONS, 0.95), **na}, dict.fromkeys(
+            na, "unscored (no_claim): not applicable: the answer makes no factual claim "
+                "(knowledge gap)")),
+        CaseScores("a002", {**dict.fromkeys(DIMENSIONS, 0.95), **na},
+                   dict.fromkeys(na, "unscored (no_context): no context passages to judge the "
+                                     "answer against")),
+    ]
+    d = decide(GateInputs("r1", cases, checkpoints=approved()))
+    g = next(c for c in d.checks if c.name == "minimum:groundedness")
+    assert (g.status, g.why) == ("unscored",
+                                 "groundedness: unscored on every case (3); minimum 0.80")
+    r = next(x for x in d.remediation if x.check == "minimum:groundedness")
+    assert (r.cases, r.cause) == (("e006", "s011", "a002"), "sample")
+    assert r.explanation == (
+        "groundedness does not apply to any judged case: each makes no factual claim to ground "
+        "(a refusal, hand-off or knowledge gap: no_claim, no_context)")
+    assert r.fix == ("judge cases that answer from the knowledge base too (a larger --sample, "
+                     "or the whole run), and decide again")
+
+
+def test_an_unscored_dimension_for_a_judge_failure_still_blames_the_judge() -> None:
+    cases = [CaseScores("c1", {**dict.fromkeys(DIMENSIONS, 0.95), "groundedness": None},
+                        {"groundedness": "unscored (timeout): no reply within 30 s"})]
+    d = decide(GateInputs("r1", cases, checkpoints=approved()))
+    r = next(x for x in d.remediation if x.check == "minimum:groundedness")
+    assert (r.cause, r.fix) == ("unknown", "fix the judge (see the reasons) and decide again")

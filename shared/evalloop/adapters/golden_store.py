@@ -615,7 +615,7 @@ async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
              [f.name for f in r.flags], [f.model_dump() for f in r.flags],
              r.requires_human_review, r.review_reasons,
              r.error.model_dump() if r.error else None, r.scores or None, r.composite, r.judge,
-             r.retrieved_context)
+             r.retrieved_context, r.context_chunks)
             for i, r in enumerate(run.results)]
     with storage_errors(f"storing run {run.run_id}"):
         async with pool.acquire() as conn, conn.transaction():
@@ -636,9 +636,9 @@ async def save_eval_run(pool: asyncpg.Pool, run: EvalRun, *,
                 "expected_behavior, should_refuse, should_escalate, status, response, "
                 "response_format, latency_ms, attempts, gates, flags, flag_details, "
                 "requires_human_review, review_reasons, error, scores, composite, judge, "
-                "retrieved_context) "
+                "retrieved_context, context_chunks) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-                "$16, $17, $18, $19, $20, $21, $22, $23)", rows)
+                "$16, $17, $18, $19, $20, $21, $22, $23, $24)", rows)
 
 
 def _result(row: asyncpg.Record) -> CaseResult:
@@ -655,7 +655,8 @@ def _result(row: asyncpg.Record) -> CaseResult:
         error=AgentFailure(**row["error"]) if row["error"] else None,
         scores=row["scores"] or {}, composite=row["composite"], judge=row["judge"],
         retrieved_context=(None if row["retrieved_context"] is None
-                           else list(row["retrieved_context"])))
+                           else list(row["retrieved_context"])),
+        context_chunks=list(row["context_chunks"] or ()))
 
 
 async def load_eval_run(pool: asyncpg.Pool, run_id: UUID) -> EvalRun | None:

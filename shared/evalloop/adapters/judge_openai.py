@@ -27,6 +27,7 @@ from typing import Any
 import openai
 import stamina
 
+from evalloop.core.judge.applicability import no_claim_reason
 from evalloop.core.judge.cache import TRANSIENT, CachedRaw, CacheKey, JudgementCache, input_hash
 from evalloop.core.judge.calibration import CLAIM, CalibrationRecord, uncalibrated
 from evalloop.core.judge.logprobs import p_yes_from_top_logprobs
@@ -219,6 +220,7 @@ class OpenAIJudge:
 
         A cached judgement (same model, prompt version, case, answer and inputs) costs no call.
         """
+        no_claim = no_claim_reason(answer)
         key = CacheKey(
             self.model,
             PROMPT_VERSION,
@@ -231,7 +233,9 @@ class OpenAIJudge:
             if hit is not None:
                 with self._lock:
                     self._usage = self._usage + JudgeUsage(cache_hits=1)
-                return self._judgement(key, hit, JudgeUsage(cache_hits=1), cached=True)
+                return self._judgement(
+                    key, hit, JudgeUsage(cache_hits=1), cached=True, no_claim=no_claim
+                )
         raw: dict[Dimension, float | None] = {}
         unscored: dict[Dimension, tuple[UnscoredReason, str]] = {}
         spent = JudgeUsage()
@@ -241,6 +245,8 @@ class OpenAIJudge:
                 result = Unscored("empty_answer", "the answer is empty")
             elif dim in CONTEXT_DIMENSIONS and not passages:
                 result = Unscored("no_context", "no context passages to judge the answer against")
+            elif dim in CONTEXT_DIMENSIONS and no_claim is not None:
+                result = Unscored("no_claim", no_claim)
             else:
                 prompt = dimension_prompt(
                     dim, question=question, answer=answer, passages=passages, expected=expected
@@ -255,15 +261,31 @@ class OpenAIJudge:
         value = CachedRaw(raw, unscored, spent.prompt_tokens, spent.completion_tokens)
         if self.cache is not None and not any(r in TRANSIENT for r, _ in unscored.values()):
             await self.cache.put(key, value)
-        return self._judgement(key, value, spent, cached=False)
+        return self._judgement(key, value, spent, cached=False, no_claim=no_claim)
 
     def _judgement(
-        self, key: CacheKey, value: CachedRaw, usage: JudgeUsage, *, cached: bool
+        self,
+        key: CacheKey,
+        value: CachedRaw,
+        usage: JudgeUsage,
+        *,
+        cached: bool,
+        no_claim: str | None = None,
     ) -> Judgement:
         scores: dict[Dimension, DimensionScore] = {}
         for dim in DIMENSIONS:
             advisory = self.calibration.advisory(dim)
             p = value.raw.get(dim)
+            if no_claim is not None and dim in CONTEXT_DIMENSIONS and p is not None:
+                # a judgement cached before the rule existed: the rule wins
+                # (docs/judge.md#answers-with-no-factual-claim)
+                p = None
+                value = CachedRaw(
+                    {**value.raw, dim: None},
+                    {**value.unscored, dim: ("no_claim", no_claim)},
+                    value.prompt_tokens,
+                    value.completion_tokens,
+                )
             if p is None:
                 reason, detail = value.unscored.get(dim, ("unparseable", "no value cached"))
                 scores[dim] = DimensionScore(

@@ -89,7 +89,8 @@ class RunCase:
         should_refuse, should_escalate: the case's expectations.
         gates_failed: names of the gates it failed (``refusal``, ``escalation``).
         retrieved: passage ids the agent said it retrieved (``None``: not said).
-        expected_answer, context_chunks, difficulty: from the golden case (when pinned).
+        expected_answer, context_chunks, difficulty: from the golden case (when pinned);
+            ``context_chunks`` falls back to the ones stored with the result (an eval file's).
         scores, composite, judge: the stored judge scores (empty / ``None`` before judging).
     """
 
@@ -134,7 +135,8 @@ async def load_cases(db: Executor, run_id: UUID) -> list[RunCase]:
             """
             SELECT r.case_id, r.category, r.input, r.response, r.status, r.should_refuse,
                    r.should_escalate, r.gates, r.retrieved_context, r.scores, r.composite,
-                   r.judge, g.expected_answer, g.context_chunks, g.difficulty
+                   r.judge, g.expected_answer, g.context_chunks, g.difficulty,
+                   r.context_chunks AS run_context_chunks
               FROM eval_results r
               JOIN eval_runs e ON e.run_id = r.run_id
               LEFT JOIN golden_cases g
@@ -149,7 +151,8 @@ async def load_cases(db: Executor, run_id: UUID) -> list[RunCase]:
         gates_failed=tuple(sorted(k for k, g in (r["gates"] or {}).items()
                                   if not g.get("passed", True))),
         retrieved=None if r["retrieved_context"] is None else tuple(r["retrieved_context"]),
-        expected_answer=r["expected_answer"], context_chunks=tuple(r["context_chunks"] or ()),
+        expected_answer=r["expected_answer"], context_chunks=tuple(
+            r["context_chunks"] or r["run_context_chunks"] or ()),
         difficulty=r["difficulty"], scores=r["scores"] or {}, composite=r["composite"],
         judge=r["judge"],
     ) for r in rows]

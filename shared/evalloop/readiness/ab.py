@@ -169,15 +169,18 @@ def render_ab(data: dict[str, Any]) -> str:
             continue
         clipped = clipped or bool(x.get("ci95_clipped"))
         p = "-" if x["p"] is None else f"{x['p']:.4f}"
+        note = str(x.get("detectable_drop_80_note") or "")
         detect = (f"{x['detectable_drop_80']:.3f}" if x.get("detectable_drop_80") is not None
-                  else "none" if x.get("detectable_drop_80_note") else "-")
+                  else "not computable" if note.startswith("not computable")
+                  else "none" if note else "-")
         lines.append(f"  {d:<20} {x['n']:>3} {x['mean_a']:>6.3f} {x['mean_b']:>6.3f} "
                      f"{x['mean_diff']:>+7.3f} {ci_text(x):>27} {p:>7}  {detect:<14}  "
                      f"{x['better']}")
     notes = sorted({x["detectable_drop_80_note"] for x in data["dimensions"].values()
                     if x.get("detectable_drop_80_note")})
     for note in notes:
-        lines.append(f"  detectable none: {note.replace('drop', 'difference')}")
+        lines.append(f"  detectable {note}" if note.startswith("not computable")
+                     else f"  detectable none: {note.replace('drop', 'difference')}")
     if clipped:
         lines.append("  (clipped): the Student-t interval reached past [-1, 1], the range of a "
                      "difference of two 0-1 scores")

@@ -144,6 +144,10 @@ class CaseResult(_Frozen):
         judge: the judge's metadata (model, prompt version, raw verdicts), ``None`` until then.
         retrieved_context: ids of the passages the agent said it retrieved (its
             ``X-Context-Chunks`` header), ``None`` when it did not say.
+        context_chunks: ids of the passages the case expects the answer to draw on (the eval
+            file's or golden case's ``context_chunks``; empty when it names none), so the gate
+            can tell a retrieval miss from an answer that strayed
+            (``docs/readiness.md#remediation``).
     """
 
     case_id: str
@@ -166,6 +170,7 @@ class CaseResult(_Frozen):
     composite: float | None = Field(None, ge=0, le=1)
     judge: dict[str, Any] | None = None
     retrieved_context: list[str] | None = None
+    context_chunks: list[str] = Field(default_factory=list)
 
     @field_validator("scores")
     @classmethod

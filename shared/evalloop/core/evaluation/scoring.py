@@ -27,7 +27,8 @@ __all__ = ["error_result", "score_response", "unscored_result"]
 def _base(case: EvalCase) -> dict[str, object]:
     return {"case_id": case.id, "category": case.category, "input": case.input,
             "expected_behavior": case.expected_behavior, "should_refuse": case.should_refuse,
-            "should_escalate": case.should_escalate}
+            "should_escalate": case.should_escalate,
+            "context_chunks": list(case.context_chunks)}
 
 
 def score_response(case: EvalCase, response: str, *, response_format: str | None = None,

@@ -67,6 +67,7 @@ UnscoredReason = Literal[
     "unparseable",  # no yes-like or no-like token among the top log-probabilities
     "judge_error",  # the endpoint failed (HTTP error, connection refused) after retries
     "no_context",  # a context dimension asked with no passages to judge against
+    "no_claim",  # a context dimension of an answer that makes no factual claim (hand-off, gap)
     "empty_answer",  # nothing to judge
 ]
 

@@ -127,7 +127,9 @@ def _composite_sentence(t: PairedTest, winner: str) -> str:
                 f"{t.mean_diff:+.3f} on that case, no significance verdict")
     if winner == "neither":
         p = "n/a" if t.p is None else f"{t.p:.3f}"
-        if t.detectable_drop is None:
+        if t.detectable_drop is None and t.detectable_note.startswith("not computable"):
+            detect = f"; the smallest detectable difference is {t.detectable_note}"
+        elif t.detectable_drop is None:
             detect = f"; {t.detectable_note.replace('drop', 'difference')}"
         elif t.detectable_drop == 0:
             detect = ""

@@ -137,7 +137,8 @@ class Remediation:
         cause: ``retrieval`` (the agent did not retrieve the passage the answer needs),
             ``answer`` (the passage was there; the answer strayed from it), ``policy`` (a
             refusal / escalation behaviour), ``review`` (a reviewer's verdict), ``coverage``
-            (the golden set), ``unknown``.
+            (the golden set), ``sample`` (a context dimension applies to none of the judged
+            cases: ``NOT_APPLICABLE``), ``unknown``.
         explanation: the evidence behind ``cause``.
         fix: a suggested fix.
     """
@@ -239,6 +240,19 @@ def advisory_go_note(advisory: Mapping[str, str], judge_model: str | None) -> st
             "adapter, calibrated with `evalloop judge calibrate`, can certify "
             f"{'it' if one else 'them'}")
 
+
+#: Unscored reasons that mean "not applicable", not "the judge failed": no passages (a
+#: refusal) or no factual claim (a hand-off, a knowledge gap; docs/judge.md#unscored).
+NOT_APPLICABLE = frozenset({"no_context", "no_claim"})
+
+
+def _not_applicable(reason: str) -> str | None:
+    """The ``NOT_APPLICABLE`` code of an unscored reason -- the code itself or the judge's text
+    ``"unscored (no_claim): ..."`` -- or ``None`` when the reason is another one."""
+    for code in NOT_APPLICABLE:
+        if reason == code or reason.startswith(f"unscored ({code})"):
+            return code
+    return None
 
 _FIX = {
     "retrieval": "make the passage retrievable for this question: check it is indexed, chunked "
@@ -358,6 +372,15 @@ def decide(inp: GateInputs) -> GateDecision:
                 "these answers by hand"))
         elif status == "fail":
             rem.extend(_remediate(f"minimum:{dim}", dim, list(m.below), inp.evidence))
+        elif (status == "unscored" and inp.scores
+              and None not in (codes := {_not_applicable(r) for r in m.stat.unscored.values()})):
+            rem.append(Remediation(
+                f"minimum:{dim}", dim, tuple(m.stat.unscored), "sample",
+                f"{dim} does not apply to any judged case: each makes no factual claim to "
+                "ground (a refusal, hand-off or knowledge gap: "
+                + ", ".join(sorted(c for c in codes if c)) + ")",
+                "judge cases that answer from the knowledge base too (a larger --sample, or "
+                "the whole run), and decide again"))
         elif status == "unscored" and inp.scores:
             unscored_why = sorted(set(m.stat.unscored.values()))[:3]
             rem.append(Remediation(f"minimum:{dim}", dim, tuple(m.stat.unscored), "unknown",

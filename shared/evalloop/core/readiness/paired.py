@@ -13,7 +13,9 @@ Degenerate cases are answered, never NaN (``docs/readiness.md#regression-statist
 
 * every difference zero (equal scores): ``t = 0``, ``p = 1`` -- no evidence of any change;
 * every difference the same non-zero value: ``p = 0`` -- every pair moved by exactly that much;
-  ``d_z`` is unbounded (``None``) and the detectable drop is 0;
+  ``d_z`` is unbounded (``None``);
+* in both, the detectable drop (a multiple of the differences' standard deviation) is not
+  computable: ``detectable_drop`` is ``None`` and ``detectable_note`` is ``ZERO_SPREAD``;
 * fewer than two pairs: no test (``p = None`` with the reason).
 
 Scores live on 0-1, so a difference lives on [-1, 1] (``docs/readiness.md#regression-statistics``):
@@ -34,8 +36,13 @@ from dataclasses import dataclass
 # numpy and scipy are imported inside the functions that compute: importing scipy.stats takes
 # about 1 s, and ``evalloop gate --help`` / ``evalloop ab --help`` import this module
 
-__all__ = ["ALPHA", "MAX_DIFF", "POWER", "PairedTest", "detectable_effect", "paired_test",
-           "power"]
+__all__ = ["ALPHA", "MAX_DIFF", "POWER", "ZERO_SPREAD", "PairedTest", "detectable_effect",
+           "paired_test", "power"]
+
+#: Why no detectable drop is given when every pair differs by the same amount: it is a multiple
+#: of the differences' standard deviation, and a zero spread would claim any drop is detectable
+#: (``docs/readiness.md#regression-statistics``).
+ZERO_SPREAD = "not computable: the paired differences have zero spread"
 
 #: Significance level of the regression test (``docs/rules.md#regression``: p < 0.05).
 ALPHA = 0.05
@@ -109,8 +116,9 @@ class PairedTest:
             are not all zero; 0.0 for equal scores).
         detectable_d_z: smallest d_z detectable at 80 % power with ``n`` pairs.
         detectable_drop: ``detectable_d_z`` times the standard deviation of the differences,
-            in score units (0-1); ``None`` below 2 pairs or when above 1 (no drop on a 0-1
-            scale is that large; see ``detectable_note``).
+            in score units (0-1); ``None`` below 2 pairs, when the differences have zero
+            spread (``ZERO_SPREAD``) or when above 1 (no drop on a 0-1 scale is that large;
+            see ``detectable_note``).
         significant: ``p < 0.05``.
         note: why a figure is missing, or ``""``.
         ci_clipped: the Student-t interval reached beyond ``[-1, 1]`` and was clipped.
@@ -164,11 +172,13 @@ def paired_test(baseline: Sequence[float], current: Sequence[float],
     d_eff = detectable_effect(n, POWER, alpha)
     if sd == 0.0 or np.allclose(diff, diff[0], rtol=0.0, atol=1e-12):
         if abs(mean_diff) <= 1e-12:
-            return PairedTest(n, *base, 0.0, 0.0, 0.0, 1.0, 0.0, d_eff, 0.0, False,
-                              "equal scores on every shared case")
+            return PairedTest(n, *base, 0.0, 0.0, 0.0, 1.0, 0.0, d_eff, None, False,
+                              "equal scores on every shared case",
+                              detectable_note=ZERO_SPREAD)
         t = math.copysign(math.inf, mean_diff)
-        return PairedTest(n, *base, mean_diff, mean_diff, t, 0.0, None, d_eff, 0.0, True,
-                          "every shared case moved by the same amount")
+        return PairedTest(n, *base, mean_diff, mean_diff, t, 0.0, None, d_eff, None, True,
+                          "every shared case moved by the same amount",
+                          detectable_note=ZERO_SPREAD)
     res = stats.ttest_rel(c, b)
     ci = res.confidence_interval(confidence_level=1 - alpha)
     p = float(res.pvalue)
