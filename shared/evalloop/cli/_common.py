@@ -10,16 +10,20 @@ import json
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
+    import asyncpg
     from rich.console import Console
+
+T = TypeVar("T")
 
 __all__ = ["PIPE_WIDTH", "UsageError", "console", "describe", "error_line", "exit_code_for",
            "exit_if_missing", "fail", "json_default", "json_line", "leaf", "read_only_dsn",
-           "read_only_failure"]
+           "read_only_failure", "run_with_pool"]
 
 #: Columns a table is drawn in when stdout is not a terminal and ``COLUMNS`` is not set (a
 #: terminal-less console would otherwise fold every table into 80 columns).
@@ -172,6 +176,48 @@ def read_only_dsn(db: str | None) -> str:
             "commands neither start the embedded server nor apply migrations; `evalloop demo "
             "--keep` prints the DSN of the database it used)")
     return dsn
+
+
+def run_with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
+                  read_only: bool = False, max_size: int = 2) -> T:
+    """Run ``work(pool)`` to completion in a fresh event loop and close the pool.
+
+    A read-only command uses ``--db`` or the configured database as it is (no embedded server,
+    no migrations: :func:`read_only_dsn`); any other command uses ``db``, else the configured or
+    embedded database, migrated to the head first (``docs/exit-codes.md``). Each command maps
+    the errors to its exit code itself.
+
+    Args:
+        db: a DSN (``--db``), or ``None`` for the configured database.
+        work: the command's work on an asyncpg pool.
+        read_only: whether the command only reads.
+        max_size: the pool's largest number of connections.
+
+    Returns:
+        What ``work`` returned.
+
+    Raises:
+        ConfigError: a read-only command with no database configured; otherwise whatever
+            connecting, migrating or ``work`` raised.
+    """
+    import asyncio
+
+    from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
+    from evalloop.settings import Settings
+
+    async def main() -> T:
+        if read_only:
+            dsn = read_only_dsn(db)
+        else:
+            dsn = db or resolve_dsn(Settings().postgres)
+            await migrate(dsn)
+        pool = await connect_pool(dsn, min_size=1, max_size=max_size)
+        try:
+            return await work(pool)
+        finally:
+            await pool.close()
+
+    return asyncio.run(main())
 
 
 def exit_if_missing(exc: BaseException, *, tables: str, remedy: str,

@@ -20,7 +20,6 @@ migrate, and say what is missing. Exit codes: ``docs/exit-codes.md``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -34,7 +33,7 @@ from evalloop.cli._common import (
     exit_if_missing,
     fail,
     json_line,
-    read_only_dsn,
+    run_with_pool,
 )
 
 if TYPE_CHECKING:
@@ -69,23 +68,8 @@ def describe_diff(diff: dict[str, list[str]]) -> str:
 def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
                read_only: bool) -> T:
     """Run ``work`` on a pool; a read-only command uses a configured database as it is."""
-    async def main() -> T:
-        from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-        from evalloop.settings import Settings
-
-        if read_only:
-            dsn = read_only_dsn(db)
-        else:
-            dsn = db or resolve_dsn(Settings().postgres)
-            await migrate(dsn)
-        pool = await connect_pool(dsn, min_size=1, max_size=2)
-        try:
-            return await work(pool)
-        finally:
-            await pool.close()
-
     try:
-        return asyncio.run(main())
+        return run_with_pool(db, work, read_only=read_only)
     except Exception as exc:
         if read_only:
             exit_if_missing(exc, tables="golden-set",

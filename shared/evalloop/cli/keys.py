@@ -8,7 +8,6 @@ server, migrating it first. Exit codes: ``docs/exit-codes.md`` (2 unknown key / 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -18,10 +17,9 @@ import typer
 from limits import parse
 
 from evalloop.adapters import key_store
-from evalloop.cli._common import exit_if_missing, fail, read_only_dsn
+from evalloop.cli._common import exit_if_missing, fail, run_with_pool
 from evalloop.core.apikeys import check_key_name
 from evalloop.errors import ConfigError, EvalloopError
-from evalloop.settings import Settings
 
 __all__ = ["app", "create", "list_cmd", "revoke"]
 
@@ -32,22 +30,8 @@ T = TypeVar("T")
 def _with_pool(work: Callable[[asyncpg.Pool], Awaitable[T]], *, read_only: bool = False) -> T:
     """Run ``work`` on a pool. A read-only command (``keys list``) uses the configured database
     as it is: no embedded server, no migrations (``docs/exit-codes.md``)."""
-    from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-
-    async def run() -> T:
-        if read_only:
-            dsn = read_only_dsn(None)
-        else:
-            dsn = resolve_dsn(Settings().postgres)
-            await migrate(dsn)
-        pool = await connect_pool(dsn, min_size=1, max_size=1)
-        try:
-            return await work(pool)
-        finally:
-            await pool.close()
-
     try:
-        return asyncio.run(run())
+        return run_with_pool(None, work, read_only=read_only, max_size=1)
     except ConfigError as exc:
         fail(exc)
     except Exception as exc:

@@ -8,7 +8,6 @@ unreachable.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
@@ -17,6 +16,7 @@ import asyncpg
 import typer
 
 from evalloop.adapters import privacy_store
+from evalloop.cli._common import run_with_pool
 from evalloop.errors import EvalloopError
 from evalloop.events import utc_now
 from evalloop.settings import Settings
@@ -27,19 +27,10 @@ T = TypeVar("T")
 
 
 def _with_pool(settings: Settings, work: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
-    from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-
-    async def run() -> T:
-        dsn = resolve_dsn(settings.postgres)
-        await migrate(dsn)
-        pool = await connect_pool(dsn, min_size=1, max_size=2)
-        try:
-            return await work(pool)
-        finally:
-            await pool.close()
+    from evalloop.adapters.postgres import resolve_dsn
 
     try:
-        return asyncio.run(run())
+        return run_with_pool(resolve_dsn(settings.postgres), work)
     except EvalloopError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(3) from None

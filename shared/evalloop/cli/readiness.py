@@ -18,7 +18,6 @@ The database: ``--db DSN``, else ``EVALLOOP_POSTGRES__DSN``, else the embedded s
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import getpass
 import json
@@ -37,8 +36,8 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from evalloop.adapters import readiness_store as store
-from evalloop.adapters.postgres import DRIVER_ERRORS, connect_pool, migrate, resolve_dsn
-from evalloop.cli._common import exit_if_missing, json_default, read_only_dsn
+from evalloop.adapters.postgres import DRIVER_ERRORS
+from evalloop.cli._common import exit_if_missing, json_default, run_with_pool
 from evalloop.core.readiness.checkpoints import CHECKPOINTS, CheckpointRecord, sample_conversations
 from evalloop.errors import BusError, ConfigError, EvalloopError, JudgeError, StorageError
 from evalloop.events import utc_now
@@ -94,20 +93,8 @@ def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
     """Run ``work`` against the database; errors map to the exit-code table. A read-only
     command (``report hallucinations``) uses the configured database as it is: no embedded
     server, no migrations (``docs/exit-codes.md``)."""
-    async def main() -> T:
-        if read_only:
-            dsn = read_only_dsn(db)
-        else:
-            dsn = db or resolve_dsn(Settings().postgres)
-            await migrate(dsn)
-        pool = await connect_pool(dsn, min_size=1, max_size=4)
-        try:
-            return await work(pool)
-        finally:
-            await pool.close()
-
     try:
-        return asyncio.run(main())
+        return run_with_pool(db, work, read_only=read_only, max_size=4)
     except store_unknown() as exc:
         raise _fail(2, str(exc)) from exc
     except _INFRA_ERRORS as exc:

@@ -15,7 +15,6 @@ not be reached.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import os
@@ -28,8 +27,7 @@ import typer
 from rich.markup import escape
 
 from evalloop.adapters import review_store as store
-from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-from evalloop.cli._common import console, error_line, exit_if_missing, read_only_dsn
+from evalloop.cli._common import console, error_line, exit_if_missing, run_with_pool
 from evalloop.core.review import Reviewer, parse_edits
 from evalloop.errors import (
     EvalloopError,
@@ -39,7 +37,6 @@ from evalloop.errors import (
     ReviewInputError,
     StorageError,
 )
-from evalloop.settings import Settings
 
 __all__ = ["confirm_cmd", "edit_cmd", "register", "reject_cmd", "show_cmd", "skip_cmd"]
 
@@ -75,20 +72,8 @@ def _reviewer(name: str | None) -> Reviewer:
 
 def _run(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
          read_only: bool = False) -> T:
-    async def main() -> T:
-        if read_only:  # a read-only command neither starts a server nor migrates
-            dsn = read_only_dsn(db)
-        else:
-            dsn = db or resolve_dsn(Settings().postgres)
-            await migrate(dsn)
-        pool = await connect_pool(dsn, min_size=1, max_size=2)
-        try:
-            return await work(pool)
-        finally:
-            await pool.close()
-
     try:
-        return asyncio.run(main())
+        return run_with_pool(db, work, read_only=read_only)
     except ReviewConflict as exc:
         error_line(f"conflict: {exc}")
         raise typer.Exit(2) from exc

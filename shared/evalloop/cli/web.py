@@ -12,7 +12,6 @@ an existing / unknown user, 3 when the database cannot be reached.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -23,7 +22,7 @@ import typer
 
 from evalloop.adapters import user_store
 from evalloop.adapters.postgres import DRIVER_ERRORS
-from evalloop.cli._common import exit_if_missing, read_only_dsn
+from evalloop.cli._common import exit_if_missing, run_with_pool
 from evalloop.core.access import Role
 from evalloop.errors import ConfigError, StorageError
 from evalloop.settings import Settings
@@ -49,22 +48,8 @@ def _with_pool(db: str | None, work: Callable[[asyncpg.Pool], Awaitable[T]], *,
                read_only: bool = False) -> T:
     """Run ``work`` on a pool. A read-only command (``users list``) uses the configured
     database as it is: no embedded server, no migrations (``docs/exit-codes.md``)."""
-    async def run() -> T:
-        from evalloop.adapters.postgres import connect_pool, migrate, resolve_dsn
-
-        if read_only:
-            dsn = read_only_dsn(db)
-        else:
-            dsn = db or resolve_dsn(Settings().postgres)
-            await migrate(dsn)
-        pool = await connect_pool(dsn, min_size=1, max_size=2)
-        try:
-            return await work(pool)
-        finally:
-            await pool.close()
-
     try:
-        return asyncio.run(run())
+        return run_with_pool(db, work, read_only=read_only)
     except ConfigError as exc:
         raise _fail(2, str(exc)) from None
     except _DB_ERRORS as exc:
