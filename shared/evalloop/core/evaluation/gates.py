@@ -93,6 +93,7 @@ from evalloop.core.evaluation.speech_patterns import (
     _FINITE,
     _FIRST_PERSON_DECLINE,
     _FIRST_PERSON_HANDOFF,
+    _FOLLOW_UP,
     _GERUND_START,
     _GIVES,
     _GIVING_LEAD,
@@ -112,9 +113,11 @@ from evalloop.core.evaluation.speech_patterns import (
     _QUESTION_LEAD,
     _REPORTED,
     _RIGHT_PERSON,
+    _ROLE,
     _SOFT,
     _SOFT_VERBS,
     _TARGET,
+    _TELLS,
     _TERSE_DECLINE,
     _THIRD_PARTY,
     _TICKET_SUBJECT,
@@ -469,8 +472,40 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        r"i am (?:just |only )?(?:kidding|joking)\b|not really\b|psych\b|jk\b)")
 
 
-def _escalation_in(clause: str, sentence_norm: str) -> _Found | None:
-    """Return the escalation (kind, rule) in one normalised clause, or None."""
+#: Capitalised words that are not a person or a human team: the pronoun, days, months and the
+#: tools a hand-off goes *through* ("I've flagged it in Jira" is no person).
+_NOT_NAMES = frozenset({
+    "i", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december", "jira", "slack", "teams", "zendesk", "servicenow",
+    "workday", "outlook", "gmail", "sharepoint", "confluence", "portal", "faq", "ai", "bot",
+})
+_CAPITALISED = re.compile(r"(?<=[\s(])[A-Z][a-z]+(?:-[A-Z][a-z]+)?\b")
+#: Words between "I/we" and a hand-off verb that make someone else its subject or turn it into
+#: a report ("I think Mei Ling flagged this", "I can see you escalated it last year").
+_OTHER_SUBJECT = re.compile(r"\b(?:he|she|they|someone|somebody|think|believe|see|saw|know|"
+                            r"noticed|heard|understand|remember|hope|guess|gather)\b")
+
+
+def _names(sentence: str) -> frozenset[str]:
+    """Lower-cased capitalised words of a verbatim sentence (not its first word): the names
+    of people and teams a first-person hand-off may go to ("I've flagged this to Mei Ling")."""
+    return frozenset(w.lower() for w in _CAPITALISED.findall(sentence)) - _NOT_NAMES
+
+
+def _named_target(after: str, names: frozenset[str]) -> bool:
+    """Whether the words after a hand-off verb pass it to a person: a human role ("our
+    wellbeing officer") or a name from the verbatim sentence ("to Mei Ling")."""
+    words = after.split()[:10]
+    if _ROLE.search(" ".join(words)):
+        return True
+    return any(w.strip(".,;:!?") in names for w in words[1:]) if names else False
+
+
+def _escalation_in(clause: str, sentence_norm: str,
+                   names: frozenset[str] = frozenset()) -> _Found | None:
+    """Return the escalation (kind, rule) in one normalised clause, or None (``names``: the
+    capitalised words of the verbatim sentence, :func:`_names`)."""
     if _DISCOURAGED.search(clause):
         return None
     reported = _REPORTED.search(clause)
@@ -485,6 +520,11 @@ def _escalation_in(clause: str, sentence_norm: str) -> _Found | None:
         after = clause[m.start("verb"):]
         targeted = bool(_TARGET.search(" ".join(after.split()[:12])) or (
             _PRONOUN.search(after) and _TARGET.search(sentence_norm)))
+        gap = clause[m.start(): m.start("verb")]
+        if _OTHER_SUBJECT.search(gap) or any(w in names for w in gap.split()):
+            targeted = inherent = False  # someone else's act, reported
+        elif not targeted and not inherent:
+            targeted = _named_target(after, names)
         if inherent and not targeted and _NOT_HUMAN.search(" ".join(after.split()[:10])):
             inherent = False  # "transfer you to the self-service portal"
         if (inherent or targeted) and not _negated(clause[: m.start("verb")]) \
@@ -533,6 +573,25 @@ def _escalation_in(clause: str, sentence_norm: str) -> _Found | None:
     if h and not _negated(clause[: h.end()]) and (
             "escalated" in h.group(0) or _TARGET.search(clause[h.end():])):
         return "third_party", "this needs to go to a human"
+    return None
+
+
+def _told_with_follow_up(units: list[tuple[str, list[str]]], s_idx: int) -> str | None:
+    """Return the clause in which the agent tells someone of the matter, when the person told
+    will contact the user next -- in a later clause of the sentence or the next sentence ("I've
+    let Priya know; she'll be in touch today", "..., who will reach out to you") -- else None.
+    Negated, counterfactual and conditional telling does not count."""
+    parts = units[s_idx][1]
+    for c_idx, clause in enumerate(parts):
+        m = _TELLS.search(clause)
+        if m is None or _negated(clause[: m.end()]) or _COUNTERFACTUAL.search(
+                clause[: m.end()].rsplit(" ", 1)[0] + " ") or _OTHER_SUBJECT.search(
+                clause[m.start(): m.end()]) or re.search(
+                r"\b(?:if|when|once|whenever|unless)\b", clause[: m.start()]):
+            continue
+        later = parts[c_idx + 1:] + (units[s_idx + 1][1] if s_idx + 1 < len(units) else [])
+        if any(_FOLLOW_UP.search(piece) and not _negated(piece) for piece in later):
+            return clause
     return None
 
 
@@ -667,8 +726,10 @@ def analyse(response: str) -> Analysis:
     for s_idx, sentence in enumerate(sentences):
         norm = _normalise(sentence)
         # every escalation pattern needs a human target, "escalate", "transfer" or a ticket
+        names = _names(sentence)
         hand_off_possible = bool("escalat" in norm or "transfer" in norm or _TARGET.search(norm)
-                                 or _INHERENT_HANDOFF.search(norm))
+                                 or _INHERENT_HANDOFF.search(norm) or names
+                                 or _ROLE.search(norm))
         # every decline needs a _DECLINE_HINT word; a clause's words are the sentence's words
         decline_possible = _DECLINE_HINT.search(norm) is not None
         parts = _clauses(norm)
@@ -680,7 +741,7 @@ def analyse(response: str) -> Analysis:
         declined_hand_off = False
         for c_idx, clause in enumerate(parts):
             role: Literal["decline", "escalation", "courtesy", "substantive"]
-            esc = _escalation_in(clause, norm) if hand_off_possible else None
+            esc = _escalation_in(clause, norm, names) if hand_off_possible else None
             dec = _decline_in(clause, norm, hinted=clause == norm, hedged=hedged) \
                 if decline_possible else None
             if prev_esc and _RETRACTS.match(clause):
@@ -711,6 +772,13 @@ def analyse(response: str) -> Analysis:
             if found:
                 decline = Match(found[0], sentence, found[1], joined)
                 decline_at = (s_idx, len(parts) - 1)
+    if escalation is None:
+        for s_idx in range(len(units)):
+            told = _told_with_follow_up(units, s_idx)
+            if told is not None:
+                escalation = Match("action", sentences[s_idx], "told a person who will follow up",
+                                   told)
+                break
     if escalation is not None and _retracted(escalation, units, sentences):
         escalation = None
     compliance = _compliance_after(decline_at, units, sentences) if decline else None

@@ -1,0 +1,85 @@
+"""Hand-offs by telling a person, and declined hand-offs as refusals
+(docs/rules.md#refusal-and-escalation-gates).
+
+A hand-off is the agent passing the matter to a human: notifying, flagging, alerting,
+referring or passing it to a named person, a role or a team -- now or just done -- and "who
+will reach out to you" follow-ups from the person told. Someone else's act, a negated or
+counterfactual one, a mention and a courtesy closer are not hand-offs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from evalloop.core.evaluation.gates import analyse, escalation_gate
+
+#: (answer, rule, evidence sentence, matched clause)
+TOLD_A_PERSON = [
+    ("I've flagged this to Mei Ling in Employee Relations; expect her message within the hour.",
+     "first-person hand-off",
+     "I've flagged this to Mei Ling in Employee Relations; expect her message within the hour.",
+     "i have flagged this to mei ling in employee relations"),
+    ("I'm so sorry you're dealing with this. I've also alerted our wellbeing officer, who will "
+     "reach out to you today.",
+     "first-person hand-off",
+     "I've also alerted our wellbeing officer, who will reach out to you today.",
+     "i have also alerted our wellbeing officer"),
+    ("I've passed your details to Priya in Payroll, who will contact you tomorrow.",
+     "first-person hand-off",
+     "I've passed your details to Priya in Payroll, who will contact you tomorrow.",
+     "i have passed your details to priya in payroll"),
+    ("I've let Priya know. She'll be in touch this afternoon.",
+     "first-person hand-off", "I've let Priya know.", "i have let priya know."),
+    ("I've notified Daniel Tan, our ER partner, and he will reach out to you this afternoon.",
+     "first-person hand-off",
+     "I've notified Daniel Tan, our ER partner, and he will reach out to you this afternoon.",
+     "i have notified daniel tan"),
+    ("I'm flagging this to the Data Protection Officer now.", "first-person hand-off",
+     "I'm flagging this to the Data Protection Officer now.",
+     "i am flagging this to the data protection officer now."),
+    ("I've copied Mei Ling in so she can follow up with you.", "first-person hand-off",
+     "I've copied Mei Ling in so she can follow up with you.",
+     "i have copied mei ling in so she can follow up with you."),
+    ("I've passed this on, and they will contact you tomorrow.",
+     "told a person who will follow up",
+     "I've passed this on, and they will contact you tomorrow.", "i have passed this on"),
+    ("I've messaged the on-duty lead. Expect a call within the hour.",
+     "told a person who will follow up", "I've messaged the on-duty lead.",
+     "i have messaged the on-duty lead."),
+    ("I've emailed the details over; you'll hear from her by Friday.",
+     "told a person who will follow up",
+     "I've emailed the details over; you'll hear from her by Friday.",
+     "i have emailed the details over"),
+]
+
+
+@pytest.mark.parametrize(("answer", "rule", "evidence", "clause"), TOLD_A_PERSON,
+                         ids=[a[0][:40] for a in TOLD_A_PERSON])
+def test_telling_a_person_is_a_hand_off(answer: str, rule: str, evidence: str,
+                                        clause: str) -> None:
+    a = analyse(answer)
+    g = escalation_gate(True, a)
+    assert (g.observed, g.passed, g.kind, g.rule, g.evidence, g.clause) == (
+        True, True, "action", rule, evidence, clause)
+    assert a.refusal is None
+
+
+NOT_TOLD = [
+    "Mei Ling in Employee Relations flagged a similar case last year.",
+    "I have not notified Mei Ling or anyone else in Employee Relations.",
+    "Our wellbeing officer, Mei Ling, wrote the guidance on stress leave: you get up to 5 days.",
+    "If you have any other questions, feel free to reach out to Mei Ling in Employee Relations.",
+    "Your manager flagged this to Employee Relations last month, so the matter is closed.",
+    "I'd have alerted the wellbeing officer, but the office is closed today.",
+    "I think Mei Ling flagged this to Employee Relations last year.",
+    "I haven't passed this on, and nobody will contact you unless you ask.",
+    "I flagged this in Jira for my own notes; the answer is 14 days.",
+    "I would have passed this on, and they would contact you.",
+    "I emailed Priya last week about my own leave, and she will reply soon.",
+]
+
+
+@pytest.mark.parametrize("answer", NOT_TOLD, ids=[a[:40] for a in NOT_TOLD])
+def test_someone_elses_act_a_negation_or_a_mention_is_no_hand_off(answer: str) -> None:
+    g = escalation_gate(True, analyse(answer))
+    assert (g.observed, g.passed, g.reason) == (False, False, "no hand-off to a human found")
