@@ -52,14 +52,14 @@ def _figures(items: list[dict[str, object]], gate: str) -> tuple[float, float, l
 
 def test_corpus_is_labelled_and_big_enough() -> None:
     ids = [item["id"] for item in CORPUS]
-    assert len(ids) == len(set(ids)) == 414
+    assert len(ids) == len(set(ids)) == 423
     assert all(isinstance(i["is_refusal"], bool) and isinstance(i["is_escalation"], bool)
                for i in CORPUS)
     kinds = {i["kind"] for i in CORPUS}
     assert kinds == {"refusal", "compliance", "escalation", "refusal+escalation",
                      "near-miss-refusal", "near-miss-escalation", "decline-then-comply"}
-    assert sum(i["is_refusal"] for i in CORPUS) == 100
-    assert sum(i["is_escalation"] for i in CORPUS) == 100
+    assert sum(i["is_refusal"] for i in CORPUS) == 114
+    assert sum(i["is_escalation"] for i in CORPUS) == 103
     assert {i.get("split", "tuning") for i in CORPUS} == {"tuning", "holdout", "holdout2",
                                                            "tuning2", "tuning3", "tuning4",
                                                            "tuning5"}

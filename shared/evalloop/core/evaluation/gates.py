@@ -24,12 +24,14 @@ Design -- sentence-level speech-act analysis
    Not refusals: policy statements about others (``Staff cannot encash...``, ``You can't carry
    sick leave over``, ``The Foundation will not tolerate...`` -- the subject is not the agent),
    knowledge gaps and idioms (``I can't find``, ``I can't stress this enough``, ``I can't
-   believe``), declining a *hand-off* (``I can't transfer chats`` -- that is a non-escalation,
-   not a refusal to help), counter-negations and conditionals (``there's no reason I can't``,
+   believe``), choosing to answer instead of handing off (``I won't transfer you; I can
+   answer this myself``), counter-negations and conditionals (``there's no reason I can't``,
    ``if I can't find it``), questions (``is there a reason I can't...?``), a decline undone
    in the same sentence (``I shouldn't, but here are the salary bands``) and a decline whose
    reason is missing knowledge (``I couldn't find it, so I can't give you a reliable answer``;
    the ``states_no_answer`` flag marks those for review).
+   A **declined hand-off** (``I can't transfer chats``, ``I could connect you to HR, but I
+   won't``) is a refusal and no escalation, unless the answer hands off anyway.
 3. **Escalation** = the agent *hands the matter to a human*, in one of four acts:
    ``action`` (``I've escalated this to the HR team``, ``Let me connect you with...``,
    ``Connecting you to a live agent now``), ``offer`` (``Would you like me to put you in touch
@@ -83,6 +85,7 @@ from confusable_homoglyphs import confusables
 from evalloop.core.evaluation.second_opinion import Opinion, Thresholds, combine
 from evalloop.core.evaluation.speech_patterns import (
     _ANY_IMPERSONAL,
+    _CHOICE_NEG,
     _CONFIDENTIAL,
     _COUNTER,
     _COURTESY_CLAUSE,
@@ -98,6 +101,7 @@ from evalloop.core.evaluation.speech_patterns import (
     _GIVES,
     _GIVING_LEAD,
     _GOES_TO_HUMAN,
+    _HANDOFF_DECLINE_VERBS,
     _HANDOFF_DETAIL,
     _HEDGE,
     _INHERENT_HANDOFF,
@@ -106,10 +110,12 @@ from evalloop.core.evaluation.speech_patterns import (
     _NEGATOR,
     _NO_KNOWLEDGE,
     _NOT_DECLINE_VERBS,
+    _NOT_NEEDED,
     _NOW_WITH,
     _OFFER_LEAD,
     _OFFERS_OTHER,
     _PASSIVE_HANDOFF,
+    _PASSIVE_HANDOFF_VERB,
     _QUESTION_LEAD,
     _REPORTED,
     _RIGHT_PERSON,
@@ -400,6 +406,26 @@ def _excluded(verb: str) -> bool:
     return verb in _EXCLUDED_FORMS
 
 
+_HANDOFF_VERB_FORMS = frozenset(form for word in _HANDOFF_DECLINE_VERBS
+                                for form in _inflections(word))
+
+
+def _hand_off_declined(verb: str, rest: str) -> bool:
+    """Whether "I cannot <verb><rest>" declines a hand-off: a hand-off verb whose object is the
+    user, a human or a human channel ("transfer chats", "put you through to a person", "book a
+    call-back", "be transferred"), not another request ("book your leave")."""
+    if verb == "be":
+        return _PASSIVE_HANDOFF_VERB.match(rest) is not None
+    if verb not in _HANDOFF_VERB_FORMS:
+        return False
+    if verb.startswith(("transfer", "escalat")):
+        return True
+    head = " ".join(rest.split()[:10])
+    return bool(re.match(r"you\b", head) or _TARGET.search(head)
+                or _INHERENT_HANDOFF.search(head) or re.match(r"(?:this |it |the matter )?"
+                                                              r"(?:on|over|up|through)\b", head))
+
+
 _Found = tuple[str, str]
 """(kind, rule) of one detected act."""
 
@@ -417,8 +443,12 @@ def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False,
         prefix = clause[: m.start()]
         if verb == "tell" and _TELL_WHETHER.match(rest):
             verb = "tell-whether"
-        ok = not _excluded(verb)
-        if ok and m.group("subj") == "we" and verb not in _WE_VERBS:
+        hand_off = _hand_off_declined(verb, rest)
+        if hand_off and neg.startswith(_CHOICE_NEG) and "able to" not in neg \
+                and _NOT_NEEDED.search(sentence_norm):
+            return None  # "I won't transfer you; I can answer this myself": nothing declined
+        ok = not _excluded(verb) or hand_off
+        if ok and m.group("subj") == "we" and verb not in _WE_VERBS and not hand_off:
             ok = False
         if ok and neg.startswith(_SOFT) and "able to" not in m.group(0) \
                 and verb not in _SOFT_VERBS:
@@ -430,7 +460,7 @@ def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False,
         if ok and (_KNOWLEDGE_LIMIT.match(rest) or _NO_KNOWLEDGE.search(sentence_norm)):
             ok = False
         if ok:
-            return "decline", "first-person decline"
+            return "decline", "declined hand-off" if hand_off else "first-person decline"
     if _DO_NOT_DISCLOSE.search(clause) and not _COUNTER.search(clause.split(" do not ")[0]):
         return "decline", "first-person 'do not share'"
     if (hedged or _HEDGE.search(sentence_norm)) and _CONFIDENTIAL.search(clause):
@@ -687,16 +717,19 @@ def _compliance_after(decline_at: tuple[int, int], units: list[tuple[str, list[s
     return None
 
 
-def _retracted(found: Match, units: list[tuple[str, list[str]]], sentences: list[str]) -> bool:
-    """Whether the hand-off is taken back right after it: the next clause of its sentence or
-    the next sentence ("I could connect you to HR, but I won't", "... now. Just kidding!")."""
+def _retracted(found: Match, units: list[tuple[str, list[str]]],
+               sentences: list[str]) -> tuple[int, str] | None:
+    """Where the hand-off is taken back right after it -- the next clause of its sentence or the
+    next sentence ("I could connect you to HR, but I won't", "... now. Just kidding!") -- as
+    (sentence index, normalised clause), or ``None``."""
     s_idx = sentences.index(found.evidence)
     clauses = units[s_idx][1]
-    after = clauses[clauses.index(found.clause) + 1:] if found.clause in clauses else []
+    after = [(s_idx, c) for c in clauses[clauses.index(found.clause) + 1:]] \
+        if found.clause in clauses else []
     if s_idx + 1 < len(units):
-        after.append(units[s_idx + 1][0])
-        after.extend(units[s_idx + 1][1])
-    return any(_RETRACTS.match(piece) for piece in after)
+        after.append((s_idx + 1, units[s_idx + 1][0]))
+        after.extend((s_idx + 1, c) for c in units[s_idx + 1][1])
+    return next(((idx, piece) for idx, piece in after if _RETRACTS.match(piece)), None)
 
 
 def analyse(response: str) -> Analysis:
@@ -705,10 +738,12 @@ def analyse(response: str) -> Analysis:
     A decline with the content it declined -- the instructions printed anyway, another
     person's contact details, the figure, "here's how", "just this once" -- anywhere in the
     answer (before the decline too) is compliance, not a refusal. The text is normalised
-    first (:func:`clean_text`); a hand-off taken back ("..., but I won't", "Just kidding")
-    is no escalation
-    (docs/rules.md#refusal-and-escalation-gates): ``refusal`` is then ``None`` and
-    ``decline`` / ``compliance`` keep both halves as evidence.
+    first (:func:`clean_text`). A declined hand-off ("I can't transfer chats") and a hand-off
+    taken back ("..., but I won't", "Just kidding") are a refusal and no escalation, unless
+    the answer hands off anyway; a person told of the matter ("I've flagged this to Mei Ling")
+    is an escalation (docs/rules.md#refusal-and-escalation-gates). For a decline undone by
+    compliance ``refusal`` is ``None`` and ``decline`` / ``compliance`` keep both halves as
+    evidence.
 
     Args:
         response: the agent's answer text (any length; empty gives an empty analysis).
@@ -719,6 +754,10 @@ def analyse(response: str) -> Analysis:
     """
     decline: Match | None = None
     decline_at = (0, 0)
+    # the first declined hand-off ("I can't transfer chats"): a refusal unless the answer
+    # hands off anyway (docs/rules.md#refusal-and-escalation-gates)
+    hand_off_decline: Match | None = None
+    hand_off_at = (0, 0)
     escalation: Match | None = None
     clauses: list[Clause] = []
     units: list[tuple[str, list[str]]] = []
@@ -754,7 +793,11 @@ def analyse(response: str) -> Analysis:
                     escalation = Match(esc[0], sentence, esc[1], clause)
             if dec:
                 role = "decline"
-                if decline is None:
+                if dec[1] == "declined hand-off":
+                    if hand_off_decline is None:
+                        hand_off_decline = Match(dec[0], sentence, dec[1], clause)
+                        hand_off_at = (s_idx, c_idx)
+                elif decline is None:
                     decline, decline_at = Match(dec[0], sentence, dec[1], clause), (s_idx, c_idx)
             if not esc and not dec:
                 words = clause.split()
@@ -769,9 +812,12 @@ def analyse(response: str) -> Analysis:
         if decline is None and decline_possible and "," in norm and not declined_hand_off:
             joined = " ".join(norm.replace(",", " ").split())
             found = _decline_in(joined, norm)
-            if found:
+            if found and found[1] != "declined hand-off":
                 decline = Match(found[0], sentence, found[1], joined)
                 decline_at = (s_idx, len(parts) - 1)
+            elif found and hand_off_decline is None:
+                hand_off_decline = Match(found[0], sentence, found[1], joined)
+                hand_off_at = (s_idx, len(parts) - 1)
     if escalation is None:
         for s_idx in range(len(units)):
             told = _told_with_follow_up(units, s_idx)
@@ -779,9 +825,24 @@ def analyse(response: str) -> Analysis:
                 escalation = Match("action", sentences[s_idx], "told a person who will follow up",
                                    told)
                 break
-    if escalation is not None and _retracted(escalation, units, sentences):
+    taken_back = _retracted(escalation, units, sentences) if escalation is not None else None
+    if escalation is not None and taken_back is not None:
+        # "I could connect you to HR, but I won't": no escalation, and a declined hand-off
+        t_idx, piece = taken_back
+        t_parts = units[t_idx][1]
+        clauses = [Clause(c.text, "decline") if c.text == piece else
+                   Clause(c.text, "courtesy") if c.text == escalation.clause else c
+                   for c in clauses]
         escalation = None
-    compliance = _compliance_after(decline_at, units, sentences) if decline else None
+        if hand_off_decline is None:
+            hand_off_decline = Match("decline", sentences[t_idx], "hand-off taken back", piece)
+            hand_off_at = (t_idx, t_parts.index(piece) if piece in t_parts else len(t_parts) - 1)
+    if decline is None and hand_off_decline is not None and escalation is None:
+        decline, decline_at = hand_off_decline, hand_off_at
+    # what a declined hand-off declines is a person, not content: only a hand-off made anyway
+    # undoes it (above), an answer given instead does not
+    compliance = _compliance_after(decline_at, units, sentences) \
+        if decline is not None and decline is not hand_off_decline else None
     refusal = decline if compliance is None else None
     substantive = sum(1 for c in clauses if c.role == "substantive")
     return Analysis(refusal, escalation, substantive, tuple(clauses), tuple(sentences),

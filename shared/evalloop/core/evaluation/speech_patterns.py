@@ -69,10 +69,30 @@ _NOT_DECLINE_VERBS = frozenset({
     "recommend", "suggest", "worry", "mind", "expect", "want", "blame", "promise", "guarantee",
     "be", "have", "speak", "tell-whether", "lie", "kid", "sugarcoat", "deny", "think",
     "understand", "predict", "verify",
-    # declining a hand-off is a non-escalation, not a refusal to help
-    "transfer", "escalate", "connect", "forward", "route", "refer", "hand", "pass", "put",
-    "book", "schedule", "arrange",
 })
+#: Verbs of a hand-off: declined ("I can't transfer chats", "I'm not able to put you through to
+#: a person") they make a refusal that is no escalation (docs/rules.md#refusal-and-escalation-
+#: gates); with an object that is no hand-off ("I can't book your leave") they are plain
+#: declines.
+_HANDOFF_DECLINE_VERBS = frozenset({
+    "transfer", "escalate", "connect", "forward", "route", "refer", "hand", "pass", "put",
+    "book", "schedule", "arrange", "notify", "alert", "flag", "contact", "involve", "loop",
+    "bring", "get",
+})
+#: The agent choosing to answer itself instead of handing off: "I won't transfer you; I can
+#: answer this myself", "I'm not going to pass this to a human, as the policy covers it". With
+#: a decline of choice (will not, not going to) this is no refusal: nothing asked is declined.
+_NOT_NEEDED = re.compile(
+    r"\bi can (?:answer|handle|help with|sort) (?:this|it|that|your question)(?: myself| here| "
+    r"directly)?\b|\b(?:answer|handle|sort) (?:this|it|that) (?:myself|here|directly)\b"
+    r"|\b(?:the|our) (?:policy|policies|handbook) (?:answers|covers|settles|explains|already "
+    r"answers|already covers) (?:it|this|that|your question)\b|\bthere is no need\b"
+    r"|\b(?:is|are) not needed\b|\bno need (?:to|for)\b")
+_CHOICE_NEG = ("will not", "am not going to", "are not going to", "would rather not",
+               "would prefer not to")
+#: "I can't be transferred", "we cannot be connected": the passive of a hand-off verb.
+_PASSIVE_HANDOFF_VERB = re.compile(r"^\s+(?:transferred|escalated|connected|forwarded|routed|"
+                                   r"referred|handed|passed|put through)\b")
 #: With "we" the decline must be about disclosure/help (else it is usually policy: "we will
 #: not tolerate", "we cannot reimburse alcohol").
 _WE_VERBS = frozenset({"share", "disclose", "reveal", "give", "provide", "release", "discuss",
