@@ -31,6 +31,12 @@ Routes (``POST``):
     ``/huge``            a 3 MiB streamed body (no Content-Length).
     ``/huge-declared``   a 3 MiB body with its Content-Length.
     ``/broken``          a stream that dies after its first event (connection lost).
+
+:func:`serve_truncated` is a second, plain ``http.server`` agent whose replies declare a longer
+``Content-Length`` than they send: then it closes the connection (``close``), closes only its
+sending half (``half``), or calls ``socket.close()`` in its handler (``stall``), which closes
+nothing: the handler's ``rfile``/``wfile`` still hold the socket, and the HTTP/1.1 keep-alive
+loop waits on it for the next request, so no FIN is sent and the connection stays open.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import uvicorn
 from starlette.applications import Starlette
@@ -373,4 +380,50 @@ def serve(agent: FakeAgent) -> Iterator[FakeAgent]:
         yield agent
     finally:
         server.should_exit = True
+        thread.join(timeout=10)
+
+
+#: The truncated reply: its head declares 500 bytes, its body sends the first 31.
+TRUNCATED_BODY = b'{"response": "I can\'t share th'
+TRUNCATED_LENGTH = 500
+
+
+class _Truncating(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    mode = "close"
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(TRUNCATED_LENGTH))
+        self.end_headers()
+        self.wfile.write(TRUNCATED_BODY)
+        self.wfile.flush()
+        if self.mode == "close":
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+        elif self.mode == "half":
+            self.connection.shutdown(socket.SHUT_WR)  # FIN sent; still reading
+        else:
+            self.connection.close()  # closes nothing while rfile/wfile hold the socket
+
+
+@contextmanager
+def serve_truncated(mode: str) -> Iterator[str]:
+    """Run an agent that truncates every reply (``mode``: ``close``, ``half`` or ``stall``,
+    see the module docstring); yields its URL."""
+    handler = type("Truncating", (_Truncating,), {"mode": mode})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="truncating-agent", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
         thread.join(timeout=10)
