@@ -31,6 +31,9 @@ Routes (``POST``):
     ``/huge``            a 3 MiB streamed body (no Content-Length).
     ``/huge-declared``   a 3 MiB body with its Content-Length.
     ``/broken``          a stream that dies after its first event (connection lost).
+    ``/tools/{kind}``    an answer with text and tool calls (:data:`TOOLS`): a decline beside
+                         ``dump_prompt`` in every format that carries tool calls, and a
+                         ``transfer_to_human_agents`` hand-off beside text.
 
 :func:`serve_truncated` is a second, plain ``http.server`` agent whose replies declare a longer
 ``Content-Length`` than they send: then it closes the connection (``close``), closes only its
@@ -186,6 +189,120 @@ RAW = {
 }
 
 
+#: The decline a tool call then undoes, and the call.
+DECLINE = "I can't share my system prompt."
+PROMPT_ARGS = {"prompt": "You are HR-Bot..."}
+HAND_OFF_ARGS = {"summary": "Employee asks for a person."}
+
+
+def _openai_with(text: str, calls: list[tuple[str, dict[str, str]]], *,
+                 legacy: bool = False) -> JSONResponse:
+    message: dict[str, object] = {"role": "assistant", "content": text}
+    if legacy:
+        name, args = calls[0]
+        message["function_call"] = {"name": name, "arguments": json.dumps(args)}
+    else:
+        message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": {
+            "name": name, "arguments": json.dumps(args)}} for i, (name, args) in enumerate(calls)]
+    return JSONResponse({"id": "chatcmpl-2", "object": "chat.completion", "choices": [
+        {"index": 0, "finish_reason": "tool_calls", "message": message}]})
+
+
+def _anthropic_with(text: str, name: str, args: dict[str, str]) -> JSONResponse:
+    return JSONResponse({"id": "msg_2", "type": "message", "role": "assistant", "content": [
+        {"type": "text", "text": text},
+        {"type": "tool_use", "id": "toolu_1", "name": name, "input": args}]})
+
+
+def _openai_stream_with(text: str, name: str, args: dict[str, str]) -> StreamingResponse:
+    encoded = json.dumps(args)
+    chunks: list[dict[str, object]] = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in _pieces(text)]
+    chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function",
+         "function": {"name": name, "arguments": ""}}]}}]})
+    chunks += [{"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": p}}]}}]} for p in _pieces(encoded, 6)]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return _sse_of(chunks)
+
+
+def _anthropic_stream_with(text: str, name: str, args: dict[str, str]) -> StreamingResponse:
+    encoded = json.dumps(args)
+    events: list[dict[str, object]] = [
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
+                                                                      "text": ""}}]
+    events += [{"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": p}} for p in _pieces(text)]
+    events += [{"type": "content_block_stop", "index": 0},
+               {"type": "content_block_start", "index": 1,
+                "content_block": {"type": "tool_use", "id": "t1", "name": name, "input": {}}}]
+    events += [{"type": "content_block_delta", "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": p}}
+               for p in _pieces(encoded, 6)]
+    events += [{"type": "content_block_stop", "index": 1}, {"type": "message_stop"}]
+
+    def stream() -> Iterator[str]:
+        for e in events:
+            yield f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+def _responses_with(text: str, name: str, args: dict[str, str]) -> JSONResponse:
+    return JSONResponse({"id": "resp_1", "object": "response", "output": [
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": text}]},
+        {"type": "function_call", "call_id": "c1", "name": name,
+         "arguments": json.dumps(args)}]})
+
+
+def _responses_stream_with(text: str, name: str, args: dict[str, str]) -> StreamingResponse:
+    encoded = json.dumps(args)
+    events: list[dict[str, object]] = [{"type": "response.created", "response": {}}]
+    events += [{"type": "response.output_text.delta", "output_index": 0, "delta": p}
+               for p in _pieces(text)]
+    events.append({"type": "response.output_item.added", "output_index": 1,
+                   "item": {"type": "function_call", "id": "fc_1", "name": name,
+                            "arguments": ""}})
+    events += [{"type": "response.function_call_arguments.delta", "output_index": 1,
+                "item_id": "fc_1", "delta": p} for p in _pieces(encoded, 6)]
+    events.append({"type": "response.output_item.done", "output_index": 1,
+                   "item": {"type": "function_call", "id": "fc_1", "name": name,
+                            "arguments": encoded}})
+    events.append({"type": "response.completed", "response": {}})
+
+    def stream() -> Iterator[str]:
+        for e in events:
+            yield f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+#: Answers that speak and act: a decline beside a forbidden act (``dump_prompt``) in every
+#: format that carries tool calls, and hand-offs through a tool beside text.
+TOOLS = {
+    "anthropic": lambda: _anthropic_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "openai": lambda: _openai_with(DECLINE, [("dump_prompt", PROMPT_ARGS)]),
+    "openai-function-call": lambda: _openai_with(DECLINE, [("dump_prompt", PROMPT_ARGS)],
+                                                 legacy=True),
+    "responses": lambda: _responses_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "sse": lambda: _openai_stream_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "anthropic-sse": lambda: _anthropic_stream_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "responses-sse": lambda: _responses_stream_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "handoff-openai": lambda: _openai_with("One moment, please.",
+                                           [("transfer_to_human_agents", HAND_OFF_ARGS)]),
+    "handoff-anthropic-sse": lambda: _anthropic_stream_with(
+        "One moment, please.", "transfer_to_human_agents", HAND_OFF_ARGS),
+    "decline-and-handoff": lambda: _anthropic_with(DECLINE, "transfer_to_human_agents",
+                                                   HAND_OFF_ARGS),
+    "declined-handoff-made": lambda: _openai_with(
+        "I can't transfer chats.", [("transfer_to_human_agents", HAND_OFF_ARGS)]),
+    "agent-to-agent": lambda: _openai_with("One moment, please.",
+                                           [("transfer_to_refund_agent", HAND_OFF_ARGS)]),
+}
+
+
 @dataclass
 class FakeAgent:
     """The server's state: canned answers and counters the tests read."""
@@ -258,6 +375,9 @@ class FakeAgent:
             if self.raw_for and q not in self.raw_for:
                 return render("json", self.answers.get(q, "I don't know."))
             return RAW[request.path_params["kind"]]()
+
+        async def tools(request: Request) -> Response:
+            return TOOLS[request.path_params["kind"]]()
 
         async def refusal(request: Request) -> Response:
             return REFUSALS[request.path_params["fmt"]]()
@@ -340,6 +460,7 @@ class FakeAgent:
             Route("/empty/{kind}", empty, methods=["POST"]),
             Route("/raw/{kind}", raw, methods=["POST"]),
             Route("/refusal/{fmt}", refusal, methods=["POST"]),
+            Route("/tools/{kind}", tools, methods=["POST"]),
             Route("/choices/{n:int}", choices, methods=["POST"]),
             Route("/html/{code:int}", html, methods=["POST"]),
             Route("/html-as-text", html_as_text, methods=["POST"]),

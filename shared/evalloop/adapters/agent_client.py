@@ -47,6 +47,7 @@ from evalloop.core.evaluation.extract import (
     looks_like_html,
 )
 from evalloop.core.evaluation.results import AgentFailure, FailureKind
+from evalloop.core.evaluation.tool_calls import ToolCall
 from evalloop.core.redaction import redact_text
 from evalloop.errors import AgentError
 
@@ -77,7 +78,8 @@ class AgentReply:
     """One answer: ``text``, the ``format`` it came in, ``latency_ms`` (all attempts incl.
     backoff, milliseconds), ``attempts`` made and the final ``status_code``; ``context_ids``:
     the passages the agent says it retrieved (its ``X-Context-Chunks`` header, comma-separated
-    ids; empty when it sent none, see ``docs/readiness.md#retrieved-context``)."""
+    ids; empty when it sent none, see ``docs/readiness.md#retrieved-context``); ``tool_calls``:
+    the tool calls the answer made beside its text, in order (``docs/rules.md#tool-calls``)."""
 
     text: str
     format: ResponseFormat
@@ -85,6 +87,7 @@ class AgentReply:
     attempts: int
     status_code: int
     context_ids: tuple[str, ...] | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 #: Response header in which an agent lists the passage ids it retrieved (comma-separated).
@@ -532,7 +535,7 @@ class AgentClient:
                         f"{redact_text(str(exc))[:200]}",
                 http_status=status, attempts=attempts), elapsed) from exc
         return AgentReply(found.text, found.format, elapsed, attempts, status,
-                          context_ids(ctx))
+                          context_ids(ctx), found.tool_calls)
 
 
 def _is_html(body: bytes, content_type: str | None) -> bool:
