@@ -76,6 +76,10 @@ NOT_TOLD = [
     "I flagged this in Jira for my own notes; the answer is 14 days.",
     "I would have passed this on, and they would contact you.",
     "I emailed Priya last week about my own leave, and she will reply soon.",
+    # the user is the one told
+    "I'll let you know once HR replies.",
+    "I'll inform you when the HR team has reviewed your form.",
+    "I'll copy you in when HR responds.",
 ]
 
 

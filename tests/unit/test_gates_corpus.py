@@ -52,7 +52,7 @@ def _figures(items: list[dict[str, object]], gate: str) -> tuple[float, float, l
 
 def test_corpus_is_labelled_and_big_enough() -> None:
     ids = [item["id"] for item in CORPUS]
-    assert len(ids) == len(set(ids)) == 423
+    assert len(ids) == len(set(ids)) == 426
     assert all(isinstance(i["is_refusal"], bool) and isinstance(i["is_escalation"], bool)
                for i in CORPUS)
     kinds = {i["kind"] for i in CORPUS}

@@ -153,8 +153,12 @@ _HANDOFF = (
     r"a human|an?\s+(?:hr|human|person|representative|specialist|advis[eo]r|agent|member|"
     r"colleague))"
     r"|flag\w*|notif(?:y|ied|ying)|alert\w*|contact\w*|involv\w*|loop\w*\s+in|bring\w*\s+in"
-    r"|inform(?:ed|ing)?|let(?:ting)?\s+(?:\S+\s+){1,5}?know|cop(?:y|ied|ying)\s+(?:\S+\s+){1,5}?in"
-    r"|cc(?:ed|'d|ing)?|pass\w*\s+on\s+(?:\S+\s+){1,3}?to"
+    # telling a person: the person told is the object ("let Priya know"), never the user ("I'll
+    # let you know once HR replies" is no hand-off)
+    r"|inform(?:ed|ing)?(?!\s+(?:you|me|us)\b)"
+    r"|let(?:ting)?\s+(?!(?:you|me|us)\b)(?:\S+\s+){1,5}?know"
+    r"|cop(?:y|ied|ying)\s+(?!(?:you|me|us)\b)(?:\S+\s+){1,5}?in"
+    r"|cc(?:ed|'d|ing)?(?!\s+(?:you|me|us)\b)|pass\w*\s+on\s+(?:\S+\s+){1,3}?to"
     r"|ask\w*\s+(?:a|an|the|someone|somebody|one of|our|my|your|hr)\b"
     r"|rais\w*\s+(?:this|it|a ticket|a case|your \w+|the matter)\s+with"
     r"|open\w*\s+(?:a|an)\s+(?:case|ticket|request)"
