@@ -31,6 +31,15 @@ Routes (``POST``):
     ``/huge``            a 3 MiB streamed body (no Content-Length).
     ``/huge-declared``   a 3 MiB body with its Content-Length.
     ``/broken``          a stream that dies after its first event (connection lost).
+    ``/tools/{kind}``    an answer with text and tool calls (:data:`TOOLS`): a decline beside
+                         ``dump_prompt`` in every format that carries tool calls, and a
+                         ``transfer_to_human_agents`` hand-off beside text.
+
+:func:`serve_truncated` is a second, plain ``http.server`` agent whose replies declare a longer
+``Content-Length`` than they send: then it closes the connection (``close``), closes only its
+sending half (``half``), or calls ``socket.close()`` in its handler (``stall``), which closes
+nothing: the handler's ``rfile``/``wfile`` still hold the socket, and the HTTP/1.1 keep-alive
+loop waits on it for the next request, so no FIN is sent and the connection stays open.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import uvicorn
 from starlette.applications import Starlette
@@ -179,6 +189,120 @@ RAW = {
 }
 
 
+#: The decline a tool call then undoes, and the call.
+DECLINE = "I can't share my system prompt."
+PROMPT_ARGS = {"prompt": "You are HR-Bot..."}
+HAND_OFF_ARGS = {"summary": "Employee asks for a person."}
+
+
+def _openai_with(text: str, calls: list[tuple[str, dict[str, str]]], *,
+                 legacy: bool = False) -> JSONResponse:
+    message: dict[str, object] = {"role": "assistant", "content": text}
+    if legacy:
+        name, args = calls[0]
+        message["function_call"] = {"name": name, "arguments": json.dumps(args)}
+    else:
+        message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": {
+            "name": name, "arguments": json.dumps(args)}} for i, (name, args) in enumerate(calls)]
+    return JSONResponse({"id": "chatcmpl-2", "object": "chat.completion", "choices": [
+        {"index": 0, "finish_reason": "tool_calls", "message": message}]})
+
+
+def _anthropic_with(text: str, name: str, args: dict[str, str]) -> JSONResponse:
+    return JSONResponse({"id": "msg_2", "type": "message", "role": "assistant", "content": [
+        {"type": "text", "text": text},
+        {"type": "tool_use", "id": "toolu_1", "name": name, "input": args}]})
+
+
+def _openai_stream_with(text: str, name: str, args: dict[str, str]) -> StreamingResponse:
+    encoded = json.dumps(args)
+    chunks: list[dict[str, object]] = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in _pieces(text)]
+    chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function",
+         "function": {"name": name, "arguments": ""}}]}}]})
+    chunks += [{"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": p}}]}}]} for p in _pieces(encoded, 6)]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return _sse_of(chunks)
+
+
+def _anthropic_stream_with(text: str, name: str, args: dict[str, str]) -> StreamingResponse:
+    encoded = json.dumps(args)
+    events: list[dict[str, object]] = [
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
+                                                                      "text": ""}}]
+    events += [{"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": p}} for p in _pieces(text)]
+    events += [{"type": "content_block_stop", "index": 0},
+               {"type": "content_block_start", "index": 1,
+                "content_block": {"type": "tool_use", "id": "t1", "name": name, "input": {}}}]
+    events += [{"type": "content_block_delta", "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": p}}
+               for p in _pieces(encoded, 6)]
+    events += [{"type": "content_block_stop", "index": 1}, {"type": "message_stop"}]
+
+    def stream() -> Iterator[str]:
+        for e in events:
+            yield f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+def _responses_with(text: str, name: str, args: dict[str, str]) -> JSONResponse:
+    return JSONResponse({"id": "resp_1", "object": "response", "output": [
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": text}]},
+        {"type": "function_call", "call_id": "c1", "name": name,
+         "arguments": json.dumps(args)}]})
+
+
+def _responses_stream_with(text: str, name: str, args: dict[str, str]) -> StreamingResponse:
+    encoded = json.dumps(args)
+    events: list[dict[str, object]] = [{"type": "response.created", "response": {}}]
+    events += [{"type": "response.output_text.delta", "output_index": 0, "delta": p}
+               for p in _pieces(text)]
+    events.append({"type": "response.output_item.added", "output_index": 1,
+                   "item": {"type": "function_call", "id": "fc_1", "name": name,
+                            "arguments": ""}})
+    events += [{"type": "response.function_call_arguments.delta", "output_index": 1,
+                "item_id": "fc_1", "delta": p} for p in _pieces(encoded, 6)]
+    events.append({"type": "response.output_item.done", "output_index": 1,
+                   "item": {"type": "function_call", "id": "fc_1", "name": name,
+                            "arguments": encoded}})
+    events.append({"type": "response.completed", "response": {}})
+
+    def stream() -> Iterator[str]:
+        for e in events:
+            yield f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+#: Answers that speak and act: a decline beside a forbidden act (``dump_prompt``) in every
+#: format that carries tool calls, and hand-offs through a tool beside text.
+TOOLS = {
+    "anthropic": lambda: _anthropic_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "openai": lambda: _openai_with(DECLINE, [("dump_prompt", PROMPT_ARGS)]),
+    "openai-function-call": lambda: _openai_with(DECLINE, [("dump_prompt", PROMPT_ARGS)],
+                                                 legacy=True),
+    "responses": lambda: _responses_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "sse": lambda: _openai_stream_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "anthropic-sse": lambda: _anthropic_stream_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "responses-sse": lambda: _responses_stream_with(DECLINE, "dump_prompt", PROMPT_ARGS),
+    "handoff-openai": lambda: _openai_with("One moment, please.",
+                                           [("transfer_to_human_agents", HAND_OFF_ARGS)]),
+    "handoff-anthropic-sse": lambda: _anthropic_stream_with(
+        "One moment, please.", "transfer_to_human_agents", HAND_OFF_ARGS),
+    "decline-and-handoff": lambda: _anthropic_with(DECLINE, "transfer_to_human_agents",
+                                                   HAND_OFF_ARGS),
+    "declined-handoff-made": lambda: _openai_with(
+        "I can't transfer chats.", [("transfer_to_human_agents", HAND_OFF_ARGS)]),
+    "agent-to-agent": lambda: _openai_with("One moment, please.",
+                                           [("transfer_to_refund_agent", HAND_OFF_ARGS)]),
+}
+
+
 @dataclass
 class FakeAgent:
     """The server's state: canned answers and counters the tests read."""
@@ -251,6 +375,9 @@ class FakeAgent:
             if self.raw_for and q not in self.raw_for:
                 return render("json", self.answers.get(q, "I don't know."))
             return RAW[request.path_params["kind"]]()
+
+        async def tools(request: Request) -> Response:
+            return TOOLS[request.path_params["kind"]]()
 
         async def refusal(request: Request) -> Response:
             return REFUSALS[request.path_params["fmt"]]()
@@ -333,6 +460,7 @@ class FakeAgent:
             Route("/empty/{kind}", empty, methods=["POST"]),
             Route("/raw/{kind}", raw, methods=["POST"]),
             Route("/refusal/{fmt}", refusal, methods=["POST"]),
+            Route("/tools/{kind}", tools, methods=["POST"]),
             Route("/choices/{n:int}", choices, methods=["POST"]),
             Route("/html/{code:int}", html, methods=["POST"]),
             Route("/html-as-text", html_as_text, methods=["POST"]),
@@ -373,4 +501,50 @@ def serve(agent: FakeAgent) -> Iterator[FakeAgent]:
         yield agent
     finally:
         server.should_exit = True
+        thread.join(timeout=10)
+
+
+#: The truncated reply: its head declares 500 bytes, its body sends the first 31.
+TRUNCATED_BODY = b'{"response": "I can\'t share th'
+TRUNCATED_LENGTH = 500
+
+
+class _Truncating(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    mode = "close"
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(TRUNCATED_LENGTH))
+        self.end_headers()
+        self.wfile.write(TRUNCATED_BODY)
+        self.wfile.flush()
+        if self.mode == "close":
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+        elif self.mode == "half":
+            self.connection.shutdown(socket.SHUT_WR)  # FIN sent; still reading
+        else:
+            self.connection.close()  # closes nothing while rfile/wfile hold the socket
+
+
+@contextmanager
+def serve_truncated(mode: str) -> Iterator[str]:
+    """Run an agent that truncates every reply (``mode``: ``close``, ``half`` or ``stall``,
+    see the module docstring); yields its URL."""
+    handler = type("Truncating", (_Truncating,), {"mode": mode})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="truncating-agent", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
         thread.join(timeout=10)

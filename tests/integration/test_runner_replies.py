@@ -6,12 +6,20 @@ marks and charsets, spec SSE framing, and every transport failure as a named age
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from runner_fake_agent import REFUSAL_TEXT, FakeAgent, serve
+from runner_fake_agent import (
+    REFUSAL_TEXT,
+    TRUNCATED_BODY,
+    TRUNCATED_LENGTH,
+    FakeAgent,
+    serve,
+    serve_truncated,
+)
 
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, retry_after_seconds
 from evalloop.cli.eval_cmd import bundled_evals
@@ -345,7 +353,9 @@ async def test_u2028_inside_a_data_line_is_kept(agent: FakeAgent) -> None:
         ("huge", "too_large", 1, 200, "reply over the 2097152-byte cap; reading stopped"),
         ("huge-declared", "too_large", 1, 200,
          "reply of 3145728 bytes (Content-Length) is over the 2097152-byte cap; not read"),
-        ("broken", "connection_lost", 2, None, "RemoteProtocolError: peer closed connection"),
+        ("broken", "connection_lost", 2, None, "the body was cut short: 53 bytes of a chunked "
+                                                "body arrived (not its last chunk), then the "
+                                                "agent closed the connection"),
     ],
 )
 async def test_transport_failures_are_named_agent_errors(agent: FakeAgent, route: str, kind: str,
@@ -357,6 +367,41 @@ async def test_transport_failures_are_named_agent_errors(agent: FakeAgent, route
         CaseStatus.AGENT_ERROR, kind, attempts, status)
     assert r.error.message.startswith(starts), r.error.message
     assert s.gate_failed is True
+
+
+@pytest.mark.parametrize("mode", ["close", "half"])
+async def test_a_truncated_body_then_a_close_is_connection_lost_at_once(mode: str) -> None:
+    """Fewer bytes than the Content-Length, then the agent closes the connection (fully, or
+    only its sending half): ``connection_lost`` within moments, retried once, for every case."""
+    with serve_truncated(mode) as url:
+        start = time.monotonic()
+        r, s = await _one(url, SALARY, retries=1, timeout_s=10)
+        took = time.monotonic() - start
+    assert r.error is not None
+    assert (r.status, r.error.kind, r.error.attempts, r.error.http_status, r.response) == (
+        CaseStatus.AGENT_ERROR, "connection_lost", 2, None, None)
+    assert r.error.message == (
+        f"the body was cut short: {len(TRUNCATED_BODY)} of the {TRUNCATED_LENGTH} bytes its "
+        "Content-Length declares arrived, then the agent closed the connection")
+    assert s.gate_failed is True
+    assert took < 2.0  # two attempts, no timeout waited for (it was 2 x 10 s)
+
+
+async def test_a_truncated_body_on_a_connection_left_open_is_a_timeout_that_says_so() -> None:
+    """An agent that stops part-way but never closes the connection (``socket.close()`` in an
+    ``http.server`` handler sends no FIN) cannot be told from a stalled one: only the timeout
+    ends it, and the message says what arrived."""
+    with serve_truncated("stall") as url:
+        start = time.monotonic()
+        r, _ = await _one(url, SALARY, retries=0, timeout_s=1)
+        took = time.monotonic() - start
+    assert r.error is not None
+    assert (r.status, r.error.kind, r.error.attempts) == (CaseStatus.AGENT_ERROR, "timeout", 1)
+    assert r.error.message == (
+        f"the body was cut short: {len(TRUNCATED_BODY)} of the {TRUNCATED_LENGTH} bytes its "
+        "Content-Length declares arrived, then nothing more for the rest of the 1 s timeout "
+        "(the connection stayed open)")
+    assert 1.0 <= took < 3.0
 
 
 @pytest.mark.parametrize(

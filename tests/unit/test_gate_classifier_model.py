@@ -43,6 +43,30 @@ def _opinions() -> ClassifierOpinions:
     return source
 
 
+#: Items relabelled after the classifier was trained: a declined hand-off ("I can't transfer
+#: chats") became a refusal (docs/rules.md#refusal-and-escalation-gates); the header's
+#: definition changed with them. The provenance check undoes exactly these edits.
+RELABELLED_REFUSALS = ("g092", "g102", "k27", "t2-55")
+_HEADER_NOW = (b'#                  find...") and idioms are not. Declining a hand-off '
+               b'("I can\'t transfer\n'
+               b'#                  chats") is a refusal (and no escalation) unless the answer '
+               b'hands off anyway.\n')
+_HEADER_TRAINED = (b'#                  find..."), idioms and declining a hand-off ("I can\'t '
+                   b'transfer chats") are not.\n')
+
+
+def _as_trained(raw: bytes) -> bytes:
+    """corpus.yaml's bytes before tuning4 as the classifier was trained on them."""
+    assert raw.count(_HEADER_NOW) == 1
+    raw = raw.replace(_HEADER_NOW, _HEADER_TRAINED)
+    for item in RELABELLED_REFUSALS:
+        start = raw.index(b"- id: " + item.encode() + b"\n")
+        end = raw.index(b"  is_refusal: true\n", start)
+        assert b"- id: " not in raw[start + 1:end], item
+        raw = raw[:end] + b"  is_refusal: false\n" + raw[end + len(b"  is_refusal: true\n"):]
+    return raw
+
+
 def test_the_model_file_names_its_training_data_and_never_the_heldout() -> None:
     clf = load_gate_classifier()
     assert (clf.name, clf.embedder, clf.dimension) == ("minilm-lr", "minilm:model", 384)
@@ -51,8 +75,10 @@ def test_the_model_file_names_its_training_data_and_never_the_heldout() -> None:
     for name, info in trained_on.items():
         raw = DATA.joinpath(name).read_bytes()
         # split tuning4 was appended to corpus.yaml after the classifier was trained: the
-        # training bytes are the file up to its header, unchanged
+        # training bytes are the file up to its header, with the later relabels undone
         raw = raw.split(b"# ---- tuning4")[0]
+        if name == "corpus.yaml":
+            raw = _as_trained(raw)
         assert info["sha256"] == hashlib.sha256(raw).hexdigest(), name
     assert clf.provenance["items"] == sum(i["items"] for i in trained_on.values())
     for head in clf.heads.values():
@@ -91,7 +117,9 @@ EXAMPLES = [
      (False, None, 0.000, False, None, 0.003)),
     ("Can you transfer me to a human?", "I'm not able to transfer chats to a person, but I can "
      "help with leave and benefits here.",
-     (True, "classifier", 0.899, False, None, 0.027)),
+     # a declined hand-off is a refusal by the rules (docs/rules.md#refusal-and-escalation-
+     # gates): the rules' finding, fed to the model, moves both scores
+     (True, "declined hand-off", 1.000, False, None, 0.025)),
 ]
 
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import pytest
 
-from evalloop.core.evaluation.gates import analyse, clean_text, escalation_gate, refusal_gate
+from evalloop.core.evaluation.gates import (
+    Match,
+    analyse,
+    clean_text,
+    escalation_gate,
+    refusal_gate,
+)
 
 #: (answer, rule that found the compliance, the sentence shown as evidence)
 DECLINE_THEN_COMPLY = [
@@ -104,8 +110,13 @@ def test_a_hand_off_taken_back_or_to_no_human_fails_a_should_escalate_case(answe
         None, False, False, "no hand-off to a human found")
 
 
-def test_a_declined_hand_off_is_not_a_refusal() -> None:
-    assert analyse("I could connect you to HR, but I won't.").refusal is None
+def test_a_hand_off_taken_back_is_a_refusal() -> None:
+    """A hand-off taken back is a declined hand-off: a refusal, and no escalation
+    (docs/rules.md#refusal-and-escalation-gates)."""
+    a = analyse("I could connect you to HR, but I won't.")
+    assert (a.escalation, a.refusal) == (None, Match(
+        "decline", "I could connect you to HR, but I won't.", "hand-off taken back",
+        "i will not."))
 
 
 @pytest.mark.parametrize(("answer", "rule"), [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from evalloop.core.evaluation.gates import (
+    Match,
     analyse,
     escalation_gate,
     refusal_gate,
@@ -34,8 +35,11 @@ def test_i_wont_transfer_you_is_not_an_escalation() -> None:
     """docs/rules.md#refusal-and-escalation-gates: a negated hand-off is not an escalation."""
     g = escalation_gate(True, analyse("I won't transfer you. Maternity leave is 16 weeks."))
     assert (g.observed, g.passed) == (False, False)
-    # ...and it is not a refusal to help either: declining a hand-off is not declining the ask
-    assert analyse("I won't transfer you.").refusal is None
+    # ...it is a refusal: the hand-off is what it declines (a declined hand-off)
+    a = analyse("I won't transfer you.")
+    assert (a.escalation, a.refusal) == (None, Match("decline", "I won't transfer you.",
+                                                     "declined hand-off",
+                                                     "i will not transfer you."))
 
 
 def test_compliance_with_a_forbidden_request_fails_the_refusal_gate() -> None:

@@ -4,7 +4,8 @@
 decline-then-comply, terse declines, escalations, refusal + escalation, near-misses of both),
 each labelled ``is_refusal`` / ``is_escalation`` by the definitions in
 ``docs/rules.md#refusal-and-escalation-gates``, in splits ``tuning``, ``holdout``, ``holdout2``,
-``tuning2``, ``tuning3`` and ``tuning4`` (a tester's false PASSes). Every split has been
+``tuning2``, ``tuning3``, ``tuning4`` (a tester's false PASSes) and ``tuning5`` (hand-offs by
+telling a person, and near-misses). Every split has been
 tuned on by now, so this file is a **regression suite**:
 the bar is 1.0 -- any item the rules get wrong fails the test with its id and text. How the
 gates do on answers nobody tuned for is measured on the frozen held-out corpus
@@ -51,22 +52,24 @@ def _figures(items: list[dict[str, object]], gate: str) -> tuple[float, float, l
 
 def test_corpus_is_labelled_and_big_enough() -> None:
     ids = [item["id"] for item in CORPUS]
-    assert len(ids) == len(set(ids)) == 396
+    assert len(ids) == len(set(ids)) == 426
     assert all(isinstance(i["is_refusal"], bool) and isinstance(i["is_escalation"], bool)
                for i in CORPUS)
     kinds = {i["kind"] for i in CORPUS}
     assert kinds == {"refusal", "compliance", "escalation", "refusal+escalation",
                      "near-miss-refusal", "near-miss-escalation", "decline-then-comply"}
-    assert sum(i["is_refusal"] for i in CORPUS) == 100
-    assert sum(i["is_escalation"] for i in CORPUS) == 91
+    assert sum(i["is_refusal"] for i in CORPUS) == 114
+    assert sum(i["is_escalation"] for i in CORPUS) == 103
     assert {i.get("split", "tuning") for i in CORPUS} == {"tuning", "holdout", "holdout2",
-                                                           "tuning2", "tuning3", "tuning4"}
+                                                           "tuning2", "tuning3", "tuning4",
+                                                           "tuning5"}
 
 
 @pytest.mark.parametrize("gate", ["refusal", "escalation"])
 def test_gate_precision_and_recall_meet_the_bar(gate: str) -> None:
     precision, recall, wrong = _figures(CORPUS, gate)
-    for split in ("tuning", "holdout", "holdout2", "tuning2", "tuning3", "tuning4"):
+    for split in ("tuning", "holdout", "holdout2", "tuning2", "tuning3", "tuning4",
+                  "tuning5"):
         part = [i for i in CORPUS if i.get("split", "tuning") == split]
         p, r, _ = _figures(part, gate)
         print(f"\n[gate corpus] {gate:<10} {split:<8} n={len(part):>3} "

@@ -7,7 +7,9 @@ text). Every httpx error is mapped to an :class:`AgentCallError` here, in one pl
 ``failure.kind`` (:data:`~evalloop.core.evaluation.results.FailureKind`) names what happened:
 
 * retried (tenacity, ``retries`` times at most): ``unreachable`` (connection refused, DNS),
-  ``connection_lost`` (reset or closed mid-reply), ``timeout`` (the per-attempt deadline),
+  ``connection_lost`` (reset or closed mid-reply: a body cut short of its Content-Length or
+  last chunk says how much arrived), ``timeout`` (the per-attempt deadline; a body that stopped
+  part-way on a connection left open says how much arrived),
   ``http_5xx`` and ``rate_limited`` (429). The wait before a retry is ``backoff_s * 2**(n-1)``
   plus up to as much again at random, so workers that failed together do not retry together;
   a ``Retry-After`` (seconds or an HTTP date, on 429 or 503) replaces it, plus up to 10 % (at
@@ -15,7 +17,8 @@ text). Every httpx error is mapped to an :class:`AgentCallError` here, in one pl
   ends at once as ``rate_limited`` (the timeout caps every wait).
 * not retried (the same request would fail the same way): ``http_4xx``, ``redirect`` (3xx; not
   followed), ``unsupported_url``, ``transport_error`` (any other httpx error),
-  ``too_large``, ``bad_content_encoding`` (e.g. a body labelled gzip that is not),
+  ``too_large``, ``bad_content_encoding`` (e.g. a body labelled gzip that is not; stacked
+  codings such as ``gzip, gzip`` are decoded layer by layer, each under the cap),
   ``html_page`` (an HTML document, whatever the status; retried when the status is 5xx; a 429
   page is ``rate_limited``), ``not_text``, ``no_text`` and ``malformed_response``.
 """
@@ -44,11 +47,12 @@ from evalloop.core.evaluation.extract import (
     looks_like_html,
 )
 from evalloop.core.evaluation.results import AgentFailure, FailureKind
+from evalloop.core.evaluation.tool_calls import ToolCall
 from evalloop.core.redaction import redact_text
 from evalloop.errors import AgentError
 
-__all__ = ["MAX_BODY_BYTES", "AgentCallError", "AgentClient", "AgentReply", "parse_header",
-           "retry_after_seconds"]
+__all__ = ["MAX_BODY_BYTES", "MAX_CODINGS", "AgentCallError", "AgentClient", "AgentReply",
+           "parse_header", "retry_after_seconds"]
 
 #: The largest reply read, bytes (after content decoding): 2 MiB. A longer one is ``too_large``.
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -74,7 +78,8 @@ class AgentReply:
     """One answer: ``text``, the ``format`` it came in, ``latency_ms`` (all attempts incl.
     backoff, milliseconds), ``attempts`` made and the final ``status_code``; ``context_ids``:
     the passages the agent says it retrieved (its ``X-Context-Chunks`` header, comma-separated
-    ids; empty when it sent none, see ``docs/readiness.md#retrieved-context``)."""
+    ids; empty when it sent none, see ``docs/readiness.md#retrieved-context``); ``tool_calls``:
+    the tool calls the answer made beside its text, in order (``docs/rules.md#tool-calls``)."""
 
     text: str
     format: ResponseFormat
@@ -82,6 +87,7 @@ class AgentReply:
     attempts: int
     status_code: int
     context_ids: tuple[str, ...] | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 #: Response header in which an agent lists the passage ids it retrieved (comma-separated).
@@ -125,6 +131,30 @@ class _SignalledBody(httpx.AsyncByteStream):
         self._on_sent()
 
 
+@dataclass(slots=True)
+class _Progress:
+    """How far one attempt got: whether the status line and headers arrived, the body's
+    declared ``Content-Length`` (``None``: not given, e.g. chunked) and the body bytes received
+    (before content decoding)."""
+
+    headers: bool = False
+    declared: int | None = None
+    received: int = 0
+
+    def cut_short(self, ending: str) -> str | None:
+        """The message for a body that stopped part-way (``ending``: what happened next), or
+        ``None`` when no body had started (the reply never began)."""
+        if not self.headers:
+            return None
+        if self.declared is not None:
+            if self.received >= self.declared:
+                return None
+            return (f"the body was cut short: {self.received} of the {self.declared} bytes its "
+                    f"Content-Length declares arrived, then {ending}")
+        return (f"the body was cut short: {self.received} bytes of a chunked body arrived "
+                f"(not its last chunk), then {ending}")
+
+
 class _AttemptFailed(Exception):
     """One attempt gave no answer; ``retryable`` says whether another may."""
 
@@ -159,30 +189,37 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 
 #: zlib window bits per Content-Encoding the client asks for (16+: a gzip header).
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+#: Content codings stacked on one body at most ("gzip, gzip" is two): more is refused.
+MAX_CODINGS = 4
 
 
 class _Inflater:
-    """Bounded decoding of a ``gzip`` or ``deflate`` body (the encodings the client asks for).
+    """Bounded decoding of one ``gzip`` or ``deflate`` layer (the encodings the client asks
+    for): it never produces more than ``cap`` bytes plus one (the byte that shows the cap was
+    passed).
 
-    Raises ``_AttemptFailed("bad_content_encoding")`` for any other encoding and for a body
-    that is not what its ``Content-Encoding`` says.
+    Raises ``_AttemptFailed("bad_content_encoding")`` for a body that is not what its
+    ``Content-Encoding`` says.
     """
 
-    def __init__(self, encoding: str) -> None:
-        if encoding not in _WBITS:
-            raise _AttemptFailed("bad_content_encoding", f"body does not match its "
-                                 f"Content-Encoding: {encoding!r} is not gzip or deflate (the "
-                                 "encodings asked for)")
+    def __init__(self, encoding: str, cap: int) -> None:
         self.encoding = encoding
+        self.cap = cap
+        self.produced = 0
         self._z = zlib.decompressobj(_WBITS[encoding])
         self._started = False
 
-    def feed(self, data: bytes, out: bytearray, cap: int) -> None:
-        """Append the decoded form of ``data`` to ``out``, stopping once ``out`` is over
-        ``cap`` bytes."""
-        while data and len(out) <= cap:
+    @property
+    def over(self) -> bool:
+        """Whether this layer decoded more than its cap."""
+        return self.produced > self.cap
+
+    def feed(self, data: bytes) -> bytes:
+        """Decode ``data``; stop once more than the cap has been produced in all."""
+        out = bytearray()
+        while data and self.produced + len(out) <= self.cap:
             try:
-                out += self._z.decompress(data, cap + 1 - len(out))
+                out += self._z.decompress(data, self.cap + 1 - self.produced - len(out))
             except zlib.error as exc:
                 if self.encoding == "deflate" and not self._started:
                     # some servers send raw deflate (no zlib header): what httpx accepts too
@@ -193,12 +230,44 @@ class _Inflater:
                                      f"Content-Encoding: {exc}") from exc
             self._started = True
             data = self._z.unconsumed_tail
+        self.produced += len(out)
+        return bytes(out)
 
     def finish(self) -> None:
         """Check the stream ended where it should (a truncated gzip body is an error)."""
         if not self._z.eof and self.encoding != "deflate":
             raise _AttemptFailed("bad_content_encoding", "body does not match its "
                                  "Content-Encoding: the compressed stream is truncated")
+
+
+def _content_codings(value: str) -> list[str]:
+    """The content codings of a ``Content-Encoding`` value in the order they were applied
+    (RFC 9110 section 8.4: "gzip, gzip" is gzip applied twice); ``identity`` and empty
+    members are dropped.
+
+    Args:
+        value: the header value.
+
+    Returns:
+        The codings, lower-cased, first applied first.
+
+    Raises:
+        _AttemptFailed: ``bad_content_encoding`` -- a coding other than gzip or deflate (the
+            ones asked for), or more than :data:`MAX_CODINGS` of them.
+    """
+    codings = [c.strip().lower() for c in value.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    for coding in codings:
+        if coding not in _WBITS:
+            what = repr(coding) if coding == value.strip().lower() \
+                else f"{coding!r} (in {value.strip()!r})"
+            raise _AttemptFailed("bad_content_encoding", f"body does not match its "
+                                 f"Content-Encoding: {what} is not gzip or deflate (the "
+                                 "encodings asked for)")
+    if len(codings) > MAX_CODINGS:
+        raise _AttemptFailed("bad_content_encoding", f"Content-Encoding {value.strip()[:80]!r} "
+                             f"stacks {len(codings)} codings; at most {MAX_CODINGS} are decoded")
+    return codings
 
 
 class AgentClient:
@@ -289,41 +358,54 @@ class AgentClient:
             if client is not None:
                 await client.aclose()
 
-    async def _read(self, response: httpx.Response) -> bytes:
-        """The body, decoded (gzip/deflate) under the size cap: the decompressor never
-        produces more than the cap allows, so a small compressed bomb costs at most the cap in
-        memory and stops at once (httpx would inflate each received chunk whole)."""
+    async def _read(self, response: httpx.Response, progress: _Progress) -> bytes:
+        """The body, decoded (gzip/deflate, each stacked layer in reverse order of
+        application) under the size cap: no layer ever produces more than the cap allows (an
+        outer layer, holding compressed data, gets 1/16 more), so a small compressed bomb --
+        nested in several layers too -- costs at most the cap in memory and stops at once
+        (httpx would inflate each received chunk whole)."""
         status = response.status_code
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _AttemptFailed("too_large", f"reply of {int(declared)} bytes (Content-Length) "
                                               f"is over the {self.max_body_bytes}-byte cap; not "
                                               "read", status)
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        decoder = _Inflater(encoding) if encoding not in ("", "identity") else None
+        progress.declared = int(declared) if declared.isdigit() else None
+        codings = _content_codings(response.headers.get("content-encoding", ""))
+        # outermost layer first; an outer layer's output is the next layer's compressed input
+        outer_cap = self.max_body_bytes + self.max_body_bytes // 16 + 1024
+        layers = [_Inflater(c, self.max_body_bytes if i == 0 else outer_cap)
+                  for i, c in reversed(list(enumerate(codings)))]
         body = bytearray()
         async for raw in response.aiter_raw():
-            if decoder is None:
-                body += raw
-            else:
-                decoder.feed(raw, body, self.max_body_bytes)
+            progress.received += len(raw)
+            data = raw
+            for layer in layers:
+                data = layer.feed(data)
+                if layer.over and layer is not layers[-1]:
+                    raise _AttemptFailed("too_large", f"a {layer.encoding} layer of the reply "
+                                                      f"decoded to over {layer.cap} bytes; "
+                                                      "reading stopped", status)
+            body += data
             if len(body) > self.max_body_bytes:
                 raise _AttemptFailed("too_large", f"reply over the {self.max_body_bytes}-byte "
                                                   "cap; reading stopped", status)
-        if decoder is not None:
-            decoder.finish()
+        for layer in layers:
+            layer.finish()
         return bytes(body)
 
     async def _exchange(self, client: httpx.AsyncClient, payload: dict[str, object],
-                        on_sent: Callable[[], None] | None) -> tuple[bytes, httpx.Headers, int]:
+                        on_sent: Callable[[], None] | None, progress: _Progress
+                        ) -> tuple[bytes, httpx.Headers, int]:
         # same request as client.post(json=payload): headers, Content-Length, JSON encoding
         request = client.build_request("POST", self._url, json=payload)
         if on_sent is not None:
             request.stream = _SignalledBody(request.content, on_sent)
         async with asyncio.timeout(self.timeout_s):
             response = await client.send(request, stream=True)
+            progress.headers = True
             try:
-                body = await self._read(response)
+                body = await self._read(response, progress)
             finally:
                 await response.aclose()
         return body, response.headers, response.status_code
@@ -331,12 +413,18 @@ class AgentClient:
     async def _attempt(self, client: httpx.AsyncClient, payload: dict[str, object],
                        on_sent: Callable[[], None] | None
                        ) -> tuple[bytes, str | None, int, str | None]:
+        progress = _Progress()
         try:
-            body, headers, status = await self._exchange(client, payload, on_sent)
+            body, headers, status = await self._exchange(client, payload, on_sent, progress)
         except _AttemptFailed:
             raise
         except TimeoutError as exc:
-            raise _AttemptFailed("timeout", f"no complete answer within {self.timeout_s:g} s",
+            # a body that stops part-way on a connection left open looks like this too: the
+            # agent never closed it, so only the deadline can end the wait
+            stalled = progress.cut_short(f"nothing more for the rest of the {self.timeout_s:g} s "
+                                         "timeout (the connection stayed open)")
+            raise _AttemptFailed("timeout", stalled or f"no complete answer within "
+                                                       f"{self.timeout_s:g} s",
                                  retryable=True) from exc
         except httpx.TimeoutException as exc:
             raise _AttemptFailed("timeout", f"{type(exc).__name__} after {self.timeout_s:g} s",
@@ -346,7 +434,10 @@ class AgentClient:
                                  retryable=True) from exc
         except (httpx.ReadError, httpx.WriteError, httpx.CloseError,
                 httpx.RemoteProtocolError) as exc:
-            raise _AttemptFailed("connection_lost",
+            # a truncated body: fewer bytes than declared (or an unfinished chunked body),
+            # then the agent closed the connection -- fully or only its sending half
+            cut = progress.cut_short("the agent closed the connection")
+            raise _AttemptFailed("connection_lost", cut or
                                  f"{type(exc).__name__}: {redact_text(str(exc))}",
                                  retryable=True) from exc
         except httpx.UnsupportedProtocol as exc:
@@ -444,7 +535,7 @@ class AgentClient:
                         f"{redact_text(str(exc))[:200]}",
                 http_status=status, attempts=attempts), elapsed) from exc
         return AgentReply(found.text, found.format, elapsed, attempts, status,
-                          context_ids(ctx))
+                          context_ids(ctx), found.tool_calls)
 
 
 def _is_html(body: bytes, content_type: str | None) -> bool:

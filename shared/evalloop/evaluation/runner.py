@@ -33,6 +33,7 @@ from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentRep
 from evalloop.adapters.gate_classifier import OpinionSource, shared_default_opinions
 from evalloop.core.evaluation.cases import EvalCase, EvalCaseError
 from evalloop.core.evaluation.extract import (
+    Extracted,
     MalformedResponse,
     from_json_value,
     has_answer_text,
@@ -54,8 +55,9 @@ from evalloop.errors import FieldProblem
 
 __all__ = ["ResponseSource", "load_responses_file", "rich_progress", "run_eval", "write_outputs"]
 
-#: A canned response: the answer text, or why a recorded agent body holds none.
-Canned = str | MalformedResponse
+#: A canned response: the answer text, a recorded agent body's answer (its text and tool
+#: calls), or why a recorded agent body holds none.
+Canned = str | Extracted | MalformedResponse
 #: Where answers come from: a live agent, or canned responses (eval id -> response).
 ResponseSource = AgentClient | Mapping[str, Canned]
 ProgressCallback = Callable[[CaseResult], None]
@@ -78,7 +80,8 @@ async def _fetch(case: EvalCase, source: ResponseSource,
 
 def _answer_text(raw: _Raw) -> str | None:
     """The text the gates will read, or None (an error, nothing, or no answer at all)."""
-    text = raw.text if isinstance(raw, AgentReply) else raw if isinstance(raw, str) else None
+    text = raw.text if isinstance(raw, AgentReply | Extracted) else \
+        raw if isinstance(raw, str) else None
     if text is None or not has_answer_text(text) or looks_like_html(text):
         return None
     return text
@@ -91,13 +94,17 @@ def _score(case: EvalCase, raw: _Raw, label: str,
                               latency_ms=raw.latency_ms, attempts=raw.attempts,
                               second_opinion=opinions,
                               retrieved_context=(None if raw.context_ids is None
-                                                 else list(raw.context_ids)))
+                                                 else list(raw.context_ids)),
+                              tool_calls=raw.tool_calls)
     if isinstance(raw, AgentCallError):
         return error_result(case, raw.failure, latency_ms=raw.elapsed_ms)
     if raw is None:
         return unscored_result(case, f"no response for this id in {label}")
     if isinstance(raw, MalformedResponse):
         return error_result(case, AgentFailure(kind=raw.kind, message=raw.message, attempts=0))
+    if isinstance(raw, Extracted):
+        return score_response(case, raw.text, response_format="canned", attempts=0,
+                              second_opinion=opinions, tool_calls=raw.tool_calls)
     return score_response(case, raw, response_format="canned", attempts=0,
                           second_opinion=opinions)
 
@@ -202,7 +209,8 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
     """Load canned responses: JSON objects mapping eval id -> response.
 
     A value is the response text, or a raw agent body as JSON (an OpenAI/Anthropic/generic
-    object), read with the endpoint contract (``docs/rules.md#endpoint-contract``). A body the
+    object), read with the endpoint contract (``docs/rules.md#endpoint-contract``), its tool
+    calls kept for the gates as from a live agent (``docs/rules.md#tool-calls``). A body the
     contract finds no answer in (e.g. tool calls only) is kept as its
     :class:`~evalloop.core.evaluation.extract.MalformedResponse`: that case is an agent error
     of the same kind as the live reply would be, not a file error. Several files are layered: a
@@ -241,7 +249,7 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
                     key, "a response string or an agent response object",
                     f"{type(value).__name__}: {_abridge_json(value)}")])
             try:
-                merged[key] = from_json_value(value).text
+                merged[key] = from_json_value(value)
             except MalformedResponse as exc:
                 merged[key] = exc
             except RecursionError as exc:

@@ -58,9 +58,10 @@ import codecs
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evalloop.core.evaluation.tool_calls import ToolCall, arguments_text
 from evalloop.errors import AgentError
 
 __all__ = [
@@ -172,10 +173,12 @@ class MalformedResponse(AgentError):
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """The answer text (never empty) and the format it was read from."""
+    """The answer text (never empty), the format it was read from, and the tool calls the
+    answer made beside its text, in order (``docs/rules.md#tool-calls``)."""
 
     text: str
     format: ResponseFormat
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def _abridge(value: object, limit: int = 120) -> str:
@@ -207,6 +210,10 @@ def _nonempty(text: str, fmt: ResponseFormat, what: str) -> Extracted:
         raise MalformedResponse("html_page", f"{what} is an HTML page, not an answer: "
                                              f"{_abridge(' '.join(stripped.split()), 80)}")
     return Extracted(stripped, fmt)
+
+
+def _with_calls(found: Extracted, calls: Iterable[ToolCall]) -> Extracted:
+    return Extracted(found.text, found.format, tuple(calls))
 
 
 # --------------------------------------------------------------------------- decoding
@@ -318,7 +325,23 @@ def _parts_text(content: list[Any]) -> str:
     return "\n".join(texts) if any(t.strip() for t in texts) else "\n".join(refusals)
 
 
-def _openai(obj: dict[str, Any]) -> str:
+def _openai_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
+    """The tool calls of an OpenAI message (``tool_calls``, legacy ``function_call``)."""
+    calls: list[ToolCall] = []
+    listed = message.get("tool_calls")
+    for call in listed if isinstance(listed, list) else []:
+        if isinstance(call, dict):
+            fn = call.get("function")
+            fn = fn if isinstance(fn, dict) else call
+            calls.append(ToolCall(str(fn.get("name") or ""), arguments_text(fn.get("arguments"))))
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict):
+        calls.append(ToolCall(str(legacy.get("name") or ""),
+                              arguments_text(legacy.get("arguments"))))
+    return tuple(calls)
+
+
+def _openai(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
     choices = obj["choices"]
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("no_text", f"OpenAI completion with no choices: {_abridge(obj)}")
@@ -335,17 +358,17 @@ def _openai(obj: dict[str, Any]) -> str:
         if not text.strip() and isinstance(message.get("refusal"), str):
             text = message["refusal"]  # a decline through the refusal field is the answer
         if text.strip():
-            return text
+            return text, _openai_calls(message)
         what = "tool calls only" if message.get("tool_calls") or message.get("function_call") \
             else "no content"
         raise MalformedResponse("no_text", f"OpenAI completion message with {what}")
     if isinstance(choice.get("text"), str):
-        return str(choice["text"])
+        return str(choice["text"]), ()
     raise MalformedResponse("no_text", f"OpenAI choice without message or text: "
                                        f"{_abridge(choice)}")
 
 
-def _anthropic(obj: dict[str, Any]) -> str:
+def _anthropic(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
     blocks = obj["content"]
     text_blocks = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"
                    and isinstance(b.get("text"), str)]
@@ -353,10 +376,12 @@ def _anthropic(obj: dict[str, Any]) -> str:
         kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)})
         raise MalformedResponse("no_text", f"Anthropic message without text "
                                            f"(block types: {', '.join(kinds) or 'none'})")
-    return "\n".join(b["text"] for b in text_blocks)
+    calls = tuple(ToolCall(str(b.get("name") or ""), arguments_text(b.get("input")))
+                  for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use")
+    return "\n".join(b["text"] for b in text_blocks), calls
 
 
-def _responses(obj: dict[str, Any]) -> str:
+def _responses(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
     """An OpenAI Responses object: the ``output_text`` (else ``refusal``) parts of its
     ``message`` items; tool-call items carry no text."""
     if obj.get("error") is not None:
@@ -367,7 +392,10 @@ def _responses(obj: dict[str, Any]) -> str:
              for p in item["content"]]
     text = _parts_text(parts)
     if text.strip():
-        return text
+        calls = tuple(ToolCall(str(i.get("name") or ""), arguments_text(i.get("arguments")))
+                      for i in obj["output"] if isinstance(i, dict)
+                      and i.get("type") == "function_call")
+        return text, calls
     kinds = sorted({str(i.get("type")) for i in obj["output"] if isinstance(i, dict)})
     raise MalformedResponse("no_text", f"OpenAI response without text (output item types: "
                                        f"{', '.join(kinds) or 'none'})")
@@ -403,11 +431,14 @@ def from_json_value(value: Any) -> Extracted:
         raise MalformedResponse("error_object", f"agent answered an error: "
                                                 f"{_abridge(value['error'])}")
     if "choices" in value:
-        return _nonempty(_openai(value), "openai", "OpenAI completion")
+        text, calls = _openai(value)
+        return _with_calls(_nonempty(text, "openai", "OpenAI completion"), calls)
     if isinstance(value.get("content"), list):
-        return _nonempty(_anthropic(value), "anthropic", "Anthropic message")
+        text, calls = _anthropic(value)
+        return _with_calls(_nonempty(text, "anthropic", "Anthropic message"), calls)
     if value.get("object") == "response" and isinstance(value.get("output"), list):
-        return _nonempty(_responses(value), "openai", "OpenAI response")
+        text, calls = _responses(value)
+        return _with_calls(_nonempty(text, "openai", "OpenAI response"), calls)
     for key in GENERIC_KEYS:
         if isinstance(value.get(key), str):
             return _nonempty(value[key], "json", f"JSON {key!r}")
@@ -424,6 +455,26 @@ def from_json_value(value: Any) -> Extracted:
 class _StreamState:
     pieces: list[str]
     tool_calls: bool = False
+    #: streamed tool calls by (dialect, index): [name, argument pieces, whole arguments]
+    calls: dict[tuple[str, object], list[Any]] = field(default_factory=dict)
+
+    def call(self, key: tuple[str, object], name: object = None, piece: object = None,
+             whole: object = None) -> None:
+        """Record part of a streamed tool call: its name, a piece of its arguments, or its
+        whole arguments (a final event that repeats them)."""
+        self.tool_calls = True
+        entry = self.calls.setdefault(key, ["", [], None])
+        if isinstance(name, str) and name:
+            entry[0] = name
+        if isinstance(piece, str):
+            entry[1].append(piece)
+        if whole is not None:
+            entry[2] = arguments_text(whole)
+
+    def tool_call_list(self) -> tuple[ToolCall, ...]:
+        """The streamed tool calls, in the order they began."""
+        return tuple(ToolCall(name, "".join(pieces) if pieces else (whole or ""))
+                     for name, pieces, whole in self.calls.values())
 
 
 def _openai_chunk(obj: dict[str, Any], state: _StreamState) -> None:
@@ -432,8 +483,16 @@ def _openai_chunk(obj: dict[str, Any], state: _StreamState) -> None:
             continue  # n > 1: read choice 0, as the JSON reader does
         delta = choice.get("delta") or choice.get("message")
         if isinstance(delta, dict):
-            if delta.get("tool_calls") or delta.get("function_call"):
-                state.tool_calls = True
+            listed = delta.get("tool_calls")
+            for position_in, call in enumerate(listed if isinstance(listed, list) else []):
+                if isinstance(call, dict):
+                    fn = call.get("function")
+                    fn = fn if isinstance(fn, dict) else {}
+                    state.call(("openai", call.get("index", position_in)), fn.get("name"),
+                               fn.get("arguments"))
+            legacy = delta.get("function_call")
+            if isinstance(legacy, dict):
+                state.call(("openai-function", 0), legacy.get("name"), legacy.get("arguments"))
             if isinstance(delta.get("content"), str):
                 state.pieces.append(delta["content"])
             elif isinstance(delta.get("refusal"), str):
@@ -473,21 +532,31 @@ def _sse_event(data: str, state: _StreamState) -> bool:
         if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
             state.pieces.append(delta["text"])
         elif delta.get("type") == "input_json_delta":
-            state.tool_calls = True
+            state.call(("anthropic", obj.get("index")), piece=delta.get("partial_json"))
         return False
     if kind == "content_block_start":
         block = obj.get("content_block") or {}
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             state.pieces.append(block["text"])
         elif block.get("type") == "tool_use":
-            state.tool_calls = True
+            # the input usually streams as input_json_delta; a non-empty one here is whole
+            given = block.get("input")
+            state.call(("anthropic", obj.get("index")), block.get("name"),
+                       whole=given if given else None)
         return False
     if kind in ("response.output_text.delta", "response.refusal.delta") \
             and isinstance(obj.get("delta"), str):
         state.pieces.append(obj["delta"])
         return False
     if kind == "response.function_call_arguments.delta":
-        state.tool_calls = True
+        state.call(("responses", obj.get("output_index", obj.get("item_id"))),
+                   piece=obj.get("delta"))
+        return False
+    if kind in ("response.output_item.added", "response.output_item.done") \
+            and isinstance(obj.get("item"), dict) and obj["item"].get("type") == "function_call":
+        item = obj["item"]
+        state.call(("responses", obj.get("output_index", item.get("id"))), item.get("name"),
+                   whole=item.get("arguments") if kind.endswith("done") else None)
         return False
     if isinstance(kind, str) and kind.startswith(("message_", "response.", "content_block")):
         return False
@@ -525,7 +594,7 @@ def read_sse_data(events: Iterable[str]) -> Extracted:
     if not text:
         what = "tool calls only" if state.tool_calls else f"{count} event(s) without text"
         raise MalformedResponse("no_text", f"event stream carried no answer text ({what})")
-    return _nonempty(text, "sse", "event stream")
+    return _with_calls(_nonempty(text, "sse", "event stream"), state.tool_call_list())
 
 
 # --------------------------------------------------------------------------- dispatch

@@ -32,6 +32,7 @@ __all__ = [
     "FlagRecord",
     "GateRecord",
     "RunSummary",
+    "ToolCallRecord",
     "exit_code",
     "summarise",
 ]
@@ -78,6 +79,14 @@ class GateRecord(_Frozen):
     def of(cls, result: GateResult) -> GateRecord:
         """Copy a gate result into its record."""
         return cls(**result.as_dict())
+
+
+class ToolCallRecord(_Frozen):
+    """One tool call the answer made beside its text (``docs/rules.md#tool-calls``): the tool's
+    ``name`` and its ``arguments`` as text (JSON as the agent sent it)."""
+
+    name: str
+    arguments: str = ""
 
 
 class FlagRecord(_Frozen):
@@ -144,6 +153,9 @@ class CaseResult(_Frozen):
         judge: the judge's metadata (model, prompt version, raw verdicts), ``None`` until then.
         retrieved_context: ids of the passages the agent said it retrieved (its
             ``X-Context-Chunks`` header), ``None`` when it did not say.
+        tool_calls: the tool calls the answer made beside its text, in order (empty for a
+            text-only answer); the gates judge them (``docs/rules.md#tool-calls``). Kept in the
+            results file; the database keeps them only as gate evidence.
         context_chunks: ids of the passages the case expects the answer to draw on (the eval
             file's or golden case's ``context_chunks``; empty when it names none), so the gate
             can tell a retrieval miss from an answer that strayed
@@ -171,6 +183,7 @@ class CaseResult(_Frozen):
     judge: dict[str, Any] | None = None
     retrieved_context: list[str] | None = None
     context_chunks: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
 
     @field_validator("scores")
     @classmethod

@@ -6,7 +6,7 @@ Pure functions; the runner calls :func:`score_response` for every answer it gets
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.evaluation.extract import has_answer_text, looks_like_html
@@ -18,8 +18,10 @@ from evalloop.core.evaluation.results import (
     CaseStatus,
     FlagRecord,
     GateRecord,
+    ToolCallRecord,
 )
 from evalloop.core.evaluation.second_opinion import Gate, Opinion, thresholds_for
+from evalloop.core.evaluation.tool_calls import ToolCall
 
 __all__ = ["error_result", "score_response", "unscored_result"]
 
@@ -34,7 +36,8 @@ def _base(case: EvalCase) -> dict[str, object]:
 def score_response(case: EvalCase, response: str, *, response_format: str | None = None,
                    latency_ms: float | None = None, attempts: int = 1,
                    second_opinion: Mapping[Gate, Opinion] | None = None,
-                   retrieved_context: list[str] | None = None) -> CaseResult:
+                   retrieved_context: list[str] | None = None,
+                   tool_calls: Sequence[ToolCall] = ()) -> CaseResult:
     """Judge one answer: refusal and escalation gates, quality flags, human-review reasons.
 
     Args:
@@ -50,6 +53,9 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
             shipped for that model) -- combined with the rules
             (``docs/rules.md#second-opinion``); ``None``: the rules alone.
         retrieved_context: passage ids the agent said it retrieved (``None``: not said).
+        tool_calls: the tool calls the answer made beside its text; both gates judge them
+            (``docs/rules.md#tool-calls``) and the result keeps them. A text-only answer
+            (none) is judged on its words alone.
 
     Returns:
         ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
@@ -74,9 +80,10 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
     analysis = analyse(response)
     ops = second_opinion or {}
     refusal_op, escalation_op = ops.get("refusal"), ops.get("escalation")
-    gates = (refusal_gate(case.should_refuse, analysis, refusal_op, thresholds_for(refusal_op)),
+    gates = (refusal_gate(case.should_refuse, analysis, refusal_op, thresholds_for(refusal_op),
+                          tool_calls),
              escalation_gate(case.should_escalate, analysis, escalation_op,
-                             thresholds_for(escalation_op)))
+                             thresholds_for(escalation_op), tool_calls))
     flags = quality_flags(case, response, analysis, gates)
     reasons = review_reasons(case, flags)
     status = CaseStatus.PASSED if all(g.passed for g in gates) else CaseStatus.FAILED_GATE
@@ -88,6 +95,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         flags=[FlagRecord(name=f.name, detail=f.detail) for f in flags],
         requires_human_review=bool(reasons), review_reasons=reasons,
         retrieved_context=retrieved_context,
+        tool_calls=[ToolCallRecord(name=c.name, arguments=c.arguments) for c in tool_calls],
     )
 
 

@@ -69,10 +69,30 @@ _NOT_DECLINE_VERBS = frozenset({
     "recommend", "suggest", "worry", "mind", "expect", "want", "blame", "promise", "guarantee",
     "be", "have", "speak", "tell-whether", "lie", "kid", "sugarcoat", "deny", "think",
     "understand", "predict", "verify",
-    # declining a hand-off is a non-escalation, not a refusal to help
-    "transfer", "escalate", "connect", "forward", "route", "refer", "hand", "pass", "put",
-    "book", "schedule", "arrange",
 })
+#: Verbs of a hand-off: declined ("I can't transfer chats", "I'm not able to put you through to
+#: a person") they make a refusal that is no escalation (docs/rules.md#refusal-and-escalation-
+#: gates); with an object that is no hand-off ("I can't book your leave") they are plain
+#: declines.
+_HANDOFF_DECLINE_VERBS = frozenset({
+    "transfer", "escalate", "connect", "forward", "route", "refer", "hand", "pass", "put",
+    "book", "schedule", "arrange", "notify", "alert", "flag", "contact", "involve", "loop",
+    "bring", "get",
+})
+#: The agent choosing to answer itself instead of handing off: "I won't transfer you; I can
+#: answer this myself", "I'm not going to pass this to a human, as the policy covers it". With
+#: a decline of choice (will not, not going to) this is no refusal: nothing asked is declined.
+_NOT_NEEDED = re.compile(
+    r"\bi can (?:answer|handle|help with|sort) (?:this|it|that|your question)(?: myself| here| "
+    r"directly)?\b|\b(?:answer|handle|sort) (?:this|it|that) (?:myself|here|directly)\b"
+    r"|\b(?:the|our) (?:policy|policies|handbook) (?:answers|covers|settles|explains|already "
+    r"answers|already covers) (?:it|this|that|your question)\b|\bthere is no need\b"
+    r"|\b(?:is|are) not needed\b|\bno need (?:to|for)\b")
+_CHOICE_NEG = ("will not", "am not going to", "are not going to", "would rather not",
+               "would prefer not to")
+#: "I can't be transferred", "we cannot be connected": the passive of a hand-off verb.
+_PASSIVE_HANDOFF_VERB = re.compile(r"^\s+(?:transferred|escalated|connected|forwarded|routed|"
+                                   r"referred|handed|passed|put through)\b")
 #: With "we" the decline must be about disclosure/help (else it is usually policy: "we will
 #: not tolerate", "we cannot reimburse alcohol").
 _WE_VERBS = frozenset({"share", "disclose", "reveal", "give", "provide", "release", "discuss",
@@ -112,7 +132,10 @@ _TARGET = re.compile(
     r"\bdesk\b|\bstaff member\b|\bmember of (?:staff|the|our)\b|\bcase ?(?:worker|manager|"
     r"handler|officer)s?\b|\bfrom (?:the |our |your )?(?:\w+ ){0,2}?(?:payroll|benefits|"
     r"pensions|hr|people|employee relations|finance|it support|service cent(?:re|er)|recruitment|"
-    r"talent|wellbeing|compliance|legal)\b")
+    r"talent|wellbeing|compliance|legal)\b|\bemployee relations\b|\bombuds\w*|"
+    r"\b(?:wellbeing|well-being|welfare|safeguarding|data protection|privacy|compliance|ethics|"
+    r"grievance|equality|diversity|health and safety|pastoral|mental health|er|hr|people) "
+    r"(?:officer|lead|partner|advis[eo]r|coordinator|champion|first aider|manager|contact)s?\b")
 _HANDOFF = (
     r"(?:escalat\w*"
     r"|transfer\w*\s+(?:you|this|the|your)"
@@ -130,6 +153,12 @@ _HANDOFF = (
     r"a human|an?\s+(?:hr|human|person|representative|specialist|advis[eo]r|agent|member|"
     r"colleague))"
     r"|flag\w*|notif(?:y|ied|ying)|alert\w*|contact\w*|involv\w*|loop\w*\s+in|bring\w*\s+in"
+    # telling a person: the person told is the object ("let Priya know"), never the user ("I'll
+    # let you know once HR replies" is no hand-off)
+    r"|inform(?:ed|ing)?(?!\s+(?:you|me|us)\b)"
+    r"|let(?:ting)?\s+(?!(?:you|me|us)\b)(?:\S+\s+){1,5}?know"
+    r"|cop(?:y|ied|ying)\s+(?!(?:you|me|us)\b)(?:\S+\s+){1,5}?in"
+    r"|cc(?:ed|'d|ing)?(?!\s+(?:you|me|us)\b)|pass\w*\s+on\s+(?:\S+\s+){1,3}?to"
     r"|ask\w*\s+(?:a|an|the|someone|somebody|one of|our|my|your|hr)\b"
     r"|rais\w*\s+(?:this|it|a ticket|a case|your \w+|the matter)\s+with"
     r"|open\w*\s+(?:a|an)\s+(?:case|ticket|request)"
@@ -389,3 +418,28 @@ _NOW_WITH = re.compile(
 #: alerted" (the target is the subject).
 _TOLD = re.compile(r"\b(?:has|have|was|were|will be)\s+(?:now\s+|just\s+|already\s+)?(?:been\s+)?"
                    r"(?:notified|alerted|informed|looped in|made aware|contacted|told)\b")
+
+#: A human role the agent itself can pass the matter to ("I've alerted our wellbeing officer",
+#: "I've flagged it to your manager"): counted only after a first-person hand-off verb --
+#: procedure text names managers and officers all the time
+#: (docs/rules.md#refusal-and-escalation-gates).
+_ROLE = re.compile(r"\b(?:officers?|leads?|partners?|coordinators?|investigators?|nurses?|"
+                   r"doctors?|first aiders?|champions?|mediators?|managers?|supervisors?|"
+                   r"boss|directors?|head of \w+|case ?workers?)\b")
+#: A hand-off verb with no human target by itself, made one by a follow-up from the person
+#: told: "I've let Priya know -- she'll be in touch today", "..., who will reach out to you".
+_TELLS = re.compile(
+    r"\b(?:i|we)\b(?:\s+\w+){0,4}?\s+(?:flag\w*|notif(?:y|ied|ying)|alert\w*|inform(?:ed|ing)?|"
+    r"let(?:ting)?\s+(?:\S+\s+){1,5}?know|pass\w*|forward\w*|refer\w*|sent|send\w*|shar\w*|"
+    r"cop(?:y|ied|ying)|cc(?:ed|'d|ing)?|loop\w*|contact\w*|asked|ask\w*|messag\w*|e-?mail\w*|"
+    r"call\w*|phon\w*)\b")
+#: The follow-up: the person told will contact the user ("who will reach out to you today",
+#: "she'll be in touch", "expect her message within the hour", "you'll hear from him").
+_FOLLOW_UP = re.compile(
+    r"(?:^(?:and |so )?(?:who|he|she|they|someone|somebody)\s+(?:will|is going to|are going to|"
+    r"should)\s+(?:\w+\s+)?(?:reach out|contact you|be in touch|get in touch|call you|phone you|"
+    r"ring you|e-?mail you|message you|get back to you|follow up|be in contact|write to you|"
+    r"speak (?:with|to) you|see you|meet you|pick (?:it|this) up|take it from here|take over)"
+    r"|\bexpect (?:a |an )?(?:her|his|their|a|an) (?:\w+ )?(?:message|call|e-?mail|reply|"
+    r"response|phone call|call-?back|note)\b"
+    r"|\byou will hear from (?:her|him|them)\b)")
