@@ -194,7 +194,9 @@ def configure(net: GateNet, mode: str, lora_r: int = 8) -> GateNet:
 
         config = LoraConfig(r=lora_r, lora_alpha=2 * lora_r, lora_dropout=0.1, bias="none",
                             target_modules=["query", "key", "value", "dense"])
-        net.encoder = get_peft_model(net.encoder, config)
+        with warnings.catch_warnings():  # transformers' deprecation notes peft triggers
+            warnings.simplefilter("ignore", FutureWarning)
+            net.encoder = get_peft_model(net.encoder, config)
         return net
     raise ValueError(f"expected a fine-tuning mode full, top2 or lora; got {mode!r}")
 
