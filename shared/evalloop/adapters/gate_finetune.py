@@ -84,7 +84,9 @@ class FineTunedOpinions:
             with self._lock:
                 enc = gnet.encode_pairs(self._tokenizer, users, answers,
                                         int(self.sidecar.get("max_len", gnet.MAX_LEN)))
-                flags = [rule_flags(analyse(a)) for a in answers]
+                # the rules' findings are inputs only for a recipe that uses them
+                flags = ([rule_flags(analyse(a)) for a in answers] if self._net.use_rules
+                         else [[0.0] * 4 for _ in answers])
                 p = gnet.predict(self._net, enc, flags)
         except Exception as exc:  # torch / tokenizer errors
             raise FineTuneError(f"{self.name}: scoring {len(answers)} answers failed: "
