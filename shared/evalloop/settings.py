@@ -439,11 +439,12 @@ class EvaluatorSettings(BaseModel):
     request_grace_s: float = Field(30.0, ge=0)
     max_attempts: int = Field(3, ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
-    gate_second_opinion: Literal["classifier", "off"] = Field(
+    gate_second_opinion: Literal["classifier", "minilm-ft", "off"] = Field(
         "off",
         description="second opinion on the refusal/escalation gates: off (the rules alone, "
-                    "the default) or the shipped MiniLM classifier (opt-in; it may only move a "
-                    "verdict toward failure); docs/rules.md#second-opinion",
+                    "the default), the shipped MiniLM classifier (classifier) or the "
+                    "fine-tuned MiniLM cross-encoder (minilm-ft); opt-in, it may only move a "
+                    "verdict toward failure; docs/rules.md#second-opinion",
     )
     drain_s: float = Field(
         30.0, ge=0,

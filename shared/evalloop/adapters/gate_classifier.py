@@ -36,6 +36,7 @@ __all__ = [
     "OpinionSource",
     "UnavailableOpinions",
     "load_default_opinions",
+    "load_finetuned_opinions",
     "load_gate_classifier",
     "shared_default_opinions",
 ]
@@ -177,17 +178,37 @@ def load_default_opinions(embedder: Embedder | None = None) -> ClassifierOpinion
         return UnavailableOpinions(classifier.name, f"embedder not loaded: {exc}")
 
 
-_shared: dict[str, ClassifierOpinions | UnavailableOpinions | None] = {}
+def load_finetuned_opinions(directory: Path | None = None) -> OpinionSource:
+    """The fine-tuned MiniLM cross-encoder (``minilm-ft``), or a stand-in that says why not.
+
+    Args:
+        directory: a model directory (``model.json`` + ``model.safetensors``); ``None``: the
+            one shipped in the package.
+
+    Returns:
+        The model's opinions, or a stand-in whose opinions say why it is unavailable
+        (``second opinion unavailable (minilm-ft: model not loaded: ...); rules decide``).
+    """
+    from evalloop.adapters.gate_finetune import FINETUNE_NAME, FineTuneError, load_finetuned
+
+    try:
+        return load_finetuned(directory)
+    except FineTuneError as exc:
+        return UnavailableOpinions(FINETUNE_NAME, f"model not loaded: {exc}")
+
+
+_shared: dict[str, OpinionSource | None] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_default_opinions() -> ClassifierOpinions | UnavailableOpinions | None:
+def shared_default_opinions() -> OpinionSource | None:
     """The runner's default second opinion, built once per process.
 
     Follows the setting ``evaluator.gate_second_opinion`` (env
     ``EVALLOOP_EVALUATOR__GATE_SECOND_OPINION``): ``off`` (the default) gives ``None`` (the
     rules alone); ``classifier`` (opt-in) gives :func:`load_default_opinions` (MiniLM is
-    loaded once, on first use, ~10 s). A classifier that cannot be loaded is not retried: every
+    loaded once, on first use, ~10 s); ``minilm-ft`` (opt-in) gives
+    :func:`load_finetuned_opinions`. A model that cannot be loaded is not retried: every
     verdict says why it is unavailable.
     """
     with _shared_lock:
@@ -195,5 +216,10 @@ def shared_default_opinions() -> ClassifierOpinions | UnavailableOpinions | None
             from evalloop.settings import Settings
 
             wanted = Settings().evaluator.gate_second_opinion
-            _shared["default"] = load_default_opinions() if wanted == "classifier" else None
+            source: OpinionSource | None = None
+            if wanted == "classifier":
+                source = load_default_opinions()
+            elif wanted == "minilm-ft":
+                source = load_finetuned_opinions()
+            _shared["default"] = source
         return _shared["default"]

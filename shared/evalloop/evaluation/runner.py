@@ -132,8 +132,9 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         responses_label: how to name the canned source in "unscored" reasons.
         second_opinion: who gives the gates a second opinion on every answer
             (``docs/rules.md#second-opinion``): ``"default"`` -- the setting
-            ``evaluator.gate_second_opinion``: ``off`` (the default, the rules alone) or
-            ``classifier`` (the shipped MiniLM classifier, direction-safe)
+            ``evaluator.gate_second_opinion``: ``off`` (the default, the rules alone),
+            ``classifier`` (the shipped MiniLM classifier) or ``minilm-ft`` (the fine-tuned
+            MiniLM cross-encoder), both direction-safe
             (:func:`~evalloop.adapters.gate_classifier.shared_default_opinions`; loaded once
             per process); a source of your own; or ``None``: the rules alone. A classifier
             that cannot be loaded leaves the rules to decide, and every verdict says why.

