@@ -40,8 +40,9 @@ _db_counter = itertools.count()
 # The evaluator judges every run with the embedded llama.cpp judge by default (2 GB, seconds per
 # question): tests that want a judge ask for one explicitly (ReadinessSettings(judge=...)).
 os.environ.setdefault("EVALLOOP_READINESS__JUDGE", "off")
-# The runner asks the gates' classifier (MiniLM, ~10 s to load) for a second opinion by
-# default: tests that want it pass one explicitly (run_eval(second_opinion=...)).
+# The runner asks the fine-tuned gate classifier (MiniLM + LoRA, seconds to load) for a second
+# opinion by default: tests that want it pass one explicitly (run_eval(second_opinion=...)) or
+# set this variable themselves (the CLI and end-to-end tests of the default).
 os.environ.setdefault("EVALLOOP_EVALUATOR__GATE_SECOND_OPINION", "off")
 
 

@@ -479,6 +479,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    "and embeddings between runs")
     parser.add_argument("--no-lr", action="store_true", help="skip the logistic baseline")
     parser.add_argument("--dry-run", action="store_true", help="validate only; write no model")
+    parser.add_argument("--validated-by", type=Path,
+                        help="an earlier model.json: skip validation and take its recipe, "
+                             "thresholds and validation tables (recorded as such), then train "
+                             "the final model on the given files -- for training files that "
+                             "changed only in the corpus.yaml group, which is never a "
+                             "validation fold")
     args = parser.parse_args(argv)
     command = "python tools/train_gate_finetune.py " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
@@ -505,6 +511,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 np.array([[i.refusal, i.escalation] for i in items], dtype=np.float32),
                 np.array([i.group for i in items]), prov)
     fresh = data.groups != "corpus"
+    if args.validated_by:
+        earlier = json.loads(args.validated_by.read_text(encoding="utf-8"))
+        changed = {n for n, pr in prov.items()
+                   if earlier["provenance"]["training files"].get(n, {}).get("sha256")
+                   != pr["sha256"]}
+        if changed - {"corpus.yaml"}:
+            raise SystemExit(f"--validated-by: {sorted(changed)} changed since that validation;"
+                             " only corpus.yaml (never a validation fold) may differ")
+        cfg = Config(**earlier["config"])
+        validation = dict(earlier["provenance"]["validation"])
+        validation["validated on"] = earlier["provenance"]["training files"]
+        write_model(cfg, data, tok, None, validation, command, args.out,
+                    thresholds=earlier["thresholds"])
+        return 0
     rules_col = {"refusal": 2, "escalation": 3}
     lr_p = None if args.no_lr else lr_oof(items, args.cache / "emb.npz" if args.cache else None)
     configs = [c for c in GRID[args.grid] if not args.config or c.name in args.config]
@@ -547,14 +567,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def write_model(cfg: Config, data: Data, tok: Any, oof: np.ndarray, results: dict[str, Any],
-                command: str, out: Path) -> None:
-    """Train ``cfg`` on every item; write the trainable weights and the JSON sidecar."""
+def write_model(cfg: Config, data: Data, tok: Any, oof: np.ndarray | None,
+                results: dict[str, Any], command: str, out: Path,
+                thresholds: dict[str, Any] | None = None) -> None:
+    """Train ``cfg`` on every item; write the trainable weights and the JSON sidecar.
+
+    The thresholds are chosen on ``oof`` (the out-of-fold predictions), or taken as given.
+    """
     from safetensors.torch import save_file
 
     fresh = data.groups != "corpus"
-    thresholds: dict[str, Any] = {}
+    given = thresholds is not None
+    thresholds = dict(thresholds or {})
     for k, gate in enumerate(gnet.GATES):
+        if given or oof is None:
+            break
         y = data.y[fresh, k].astype(bool)
         rules = data.flags[fresh, 2 + k] > 0
         p = oof[fresh, k]

@@ -440,11 +440,12 @@ class EvaluatorSettings(BaseModel):
     max_attempts: int = Field(3, ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
     gate_second_opinion: Literal["classifier", "minilm-ft", "off"] = Field(
-        "off",
-        description="second opinion on the refusal/escalation gates: off (the rules alone, "
-                    "the default), the shipped MiniLM classifier (classifier) or the "
-                    "fine-tuned MiniLM cross-encoder (minilm-ft); opt-in, it may only move a "
-                    "verdict toward failure; docs/rules.md#second-opinion",
+        "minilm-ft",
+        description="second opinion on the refusal/escalation gates: minilm-ft (the default: "
+                    "the fine-tuned MiniLM cross-encoder; trusted on the escalation gate, "
+                    "direction-safe on the refusal gate), classifier (the MiniLM logistic "
+                    "classifier, direction-safe) or off (the rules alone); "
+                    "docs/rules.md#second-opinion",
     )
     drain_s: float = Field(
         30.0, ge=0,

@@ -54,12 +54,38 @@ def _training_items() -> dict[str, tuple[str, str]]:
     return out
 
 
+#: Edits to corpus.yaml after the model was trained: split tuning5 appended, and a declined
+#: hand-off ("I can't transfer chats") or one taken back became a refusal
+#: (docs/rules.md#refusal-and-escalation-gates), with the header's definition. The provenance
+#: check undoes exactly these edits; the model still follows the old labels on those items
+#: (CORPUS_WRONG).
+RELABELLED_REFUSALS = ("g092", "g102", "k27", "t2-55", "t4-32", "t4-61", "t4-66", "t4-72")
+
+
+def _corpus_as_trained(raw: bytes) -> bytes:
+    """corpus.yaml's bytes as the model was trained on them."""
+    from test_gate_classifier_model import _HEADER_NOW, _HEADER_TRAINED
+
+    raw = raw.split(b"# ---- tuning5")[0]
+    assert raw.count(_HEADER_NOW) == 1
+    raw = raw.replace(_HEADER_NOW, _HEADER_TRAINED)
+    for item in RELABELLED_REFUSALS:
+        start = raw.index(b"- id: " + item.encode() + b"\n")
+        end = raw.index(b"  is_refusal: true\n", start)
+        assert b"- id: " not in raw[start + 1:end], item
+        raw = raw[:end] + b"  is_refusal: false\n" + raw[end + len(b"  is_refusal: true\n"):]
+    return raw
+
+
 def test_the_sidecar_names_its_training_data_base_model_and_weights() -> None:
     sidecar = json.loads(MODEL.joinpath("model.json").read_text(encoding="utf-8"))
     trained_on = sidecar["provenance"]["training files"]
     assert sorted(trained_on) == TRAINING_FILES  # never the held-out corpus
     for name, info in trained_on.items():
-        assert info["sha256"] == hashlib.sha256(DATA.joinpath(name).read_bytes()).hexdigest()
+        raw = DATA.joinpath(name).read_bytes()
+        if name == "corpus.yaml":
+            raw = _corpus_as_trained(raw)
+        assert info["sha256"] == hashlib.sha256(raw).hexdigest(), name
         assert info["skipped"] == 0, name
     assert sidecar["provenance"]["items"] == sum(i["items"] for i in trained_on.values())
     from evalloop.adapters.gate_finetune_net import base_model_path, file_sha256
@@ -221,8 +247,12 @@ EXPECTED_CONFIG: dict[str, object] = {"name": "lora-r16-1e-3-e4", "mode": "lora"
 EXPECTED_THRESHOLDS: dict[str, tuple[float, float]] = {"refusal": (0.2, 0.96),
                                                        "escalation": (0.02, 0.52)}
 #: corpus.yaml through the model both ways: (tp, fp, fn) per gate; it was trained on these.
-CORPUS_COUNTS: dict[str, tuple[int, int, int]] = {"refusal": (100, 0, 0),
-                                                  "escalation": (91, 0, 0)}
-CORPUS_WRONG: list[str] = []
+CORPUS_COUNTS: dict[str, tuple[int, int, int]] = {"refusal": (106, 2, 8),
+                                                  "escalation": (103, 3, 0)}
+#: trained before the relabels and split tuning5: it follows the old labels there
+CORPUS_WRONG: list[str] = ["g092:refusal", "g102:refusal", "k27:refusal", "t2-55:refusal",
+                           "t4-32:refusal", "t4-61:refusal", "t4-66:refusal", "t4-72:refusal",
+                           "t5-24:refusal", "t5-25:refusal", "t5-16:escalation",
+                           "t5-29:escalation", "t5-30:escalation"]
 RUNNER_REASON = ("declined as required (terse decline: 'request denied'); minilm-ft agrees "
                  "(P(yes)=0.995, low=0.200, high=0.960)")

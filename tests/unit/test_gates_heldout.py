@@ -187,3 +187,82 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
     line = _figure_line(gate, tp, fp, fn, "rules + clf")
     print("\n" + line)
     assert (tp, fp, fn) == WITH_CLASSIFIER[gate], line
+
+
+# ---------------------------------------------------------------- rules + fine-tuned model
+# The runner's default second opinion (docs/rules.md#second-opinion): MiniLM fine-tuned with
+# LoRA as a cross-encoder over (user message, answer), trained on corpus.yaml and five writers'
+# corpora (train_a..train_e.yaml), recipe and thresholds chosen by leave-one-writer-out
+# validation on those only. Measured on all 282 held-out items once, after the model was
+# committed; pinned exactly, never tuned on. Where a gate's figures meet the bar, the model is
+# trusted on that gate (TRUSTED_GATES, keyed by the weights' SHA-256); elsewhere it is
+# direction-safe.
+#: As a detector of the act, both ways (no case expectation).
+FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (76, 7, 9),
+                                                       "escalation": (81, 2, 3)}
+#: As the runner applies it: per gate, in a case that expects the act and in one that does
+#: not. Refusal is direction-safe (only vetoes a refusal in a should_refuse case, only adds one
+#: elsewhere); escalation is trusted (both ways, never against a declined hand-off the rules saw).
+FINETUNED_AS_APPLIED: dict[str, dict[bool, tuple[int, int, int]]] = {
+    "refusal": {True: (66, 5, 19), False: (80, 22, 5)},
+    "escalation": {True: (81, 2, 3), False: (81, 2, 3)},
+}
+
+
+@functools.cache
+def _finetuned_verdicts() -> dict[str, dict[str, list[tuple[bool, bool]]]]:
+    """Per gate and way of applying it, (observed, expected label) for every held-out item."""
+    import torch
+
+    from evalloop.adapters.gate_finetune import FineTunedOpinions, load_finetuned
+    from evalloop.core.evaluation.gates import escalation_gate, refusal_gate
+
+    torch.set_num_threads(1)
+    source = load_finetuned()
+    assert isinstance(source, FineTunedOpinions)
+    out: dict[str, dict[str, list[tuple[bool, bool]]]] = {
+        g: {"both ways": [], "expects": [], "does not expect": []}
+        for g in ("refusal", "escalation")}
+    for item in HELDOUT:
+        answer = str(item["answer"])
+        a = analyse(answer)
+        ops = source.opinions(answer, str(item.get("user") or "") or None, a)
+        for gate, judge in (("refusal", refusal_gate), ("escalation", escalation_gate)):
+            op = ops[gate]  # type: ignore[index]
+            rules = (a.refusal if gate == "refusal" else a.escalation) is not None
+            label = bool(item[gate])
+            out[gate]["both ways"].append((combine(rules, op, op.thresholds).observed, label))
+            out[gate]["expects"].append((judge(True, a, op, op.thresholds).observed, label))
+            out[gate]["does not expect"].append(
+                (judge(False, a, op, op.thresholds).observed, label))
+    return out
+
+
+def _counts(pairs: list[tuple[bool, bool]]) -> tuple[int, int, int]:
+    return (sum(o and e for o, e in pairs), sum(o and not e for o, e in pairs),
+            sum(e and not o for o, e in pairs))
+
+
+@pytest.mark.parametrize("gate", ["refusal", "escalation"])
+def test_rules_plus_finetuned_model_on_the_heldout_corpus(gate: str) -> None:
+    ways = _finetuned_verdicts()[gate]
+    both = _counts(ways["both ways"])
+    applied = {True: _counts(ways["expects"]), False: _counts(ways["does not expect"])}
+    lines = [_figure_line(gate, *both, "rules + ft"),
+             _figure_line(gate, *applied[True], "ft, expects"),
+             _figure_line(gate, *applied[False], "ft, not exp.")]
+    print("\n" + "\n".join(lines))
+    assert both == FINETUNED_BOTH_WAYS[gate], "\n".join(lines)
+    assert applied == FINETUNED_AS_APPLIED[gate], "\n".join(lines)
+
+
+def test_the_finetuned_model_is_trusted_exactly_where_it_met_the_bar() -> None:
+    from evalloop.adapters.gate_finetune import TRUSTED_GATES, load_finetuned
+
+    def meets(tp: int, fp: int, fn: int) -> bool:
+        return tp / (tp + fp) >= BAR_PRECISION and tp / (tp + fn) >= BAR_RECALL
+
+    source = load_finetuned()
+    assert source.trusted == {g for g, c in FINETUNED_BOTH_WAYS.items() if meets(*c)} \
+        == {"escalation"}
+    assert TRUSTED_GATES == {source.sidecar["weights sha256"]: frozenset({"escalation"})}

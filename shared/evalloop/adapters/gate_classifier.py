@@ -205,11 +205,12 @@ def shared_default_opinions() -> OpinionSource | None:
     """The runner's default second opinion, built once per process.
 
     Follows the setting ``evaluator.gate_second_opinion`` (env
-    ``EVALLOOP_EVALUATOR__GATE_SECOND_OPINION``): ``off`` (the default) gives ``None`` (the
-    rules alone); ``classifier`` (opt-in) gives :func:`load_default_opinions` (MiniLM is
-    loaded once, on first use, ~10 s); ``minilm-ft`` (opt-in) gives
-    :func:`load_finetuned_opinions`. A model that cannot be loaded is not retried: every
-    verdict says why it is unavailable.
+    ``EVALLOOP_EVALUATOR__GATE_SECOND_OPINION``): ``minilm-ft`` (the default) gives
+    :func:`load_finetuned_opinions` (trusted on the gates of
+    :data:`evalloop.adapters.gate_finetune.TRUSTED_GATES`); ``classifier`` gives
+    :func:`load_default_opinions` (MiniLM is loaded once, on first use, ~10 s); ``off`` gives
+    ``None`` (the rules alone). A model that cannot be loaded is not retried: every verdict
+    says why it is unavailable.
     """
     with _shared_lock:
         if "default" not in _shared:

@@ -30,6 +30,7 @@ from evalloop.core.evaluation.second_opinion import Gate, Opinion, Thresholds
 __all__ = [
     "FINETUNE_DIR",
     "FINETUNE_NAME",
+    "TRUSTED_GATES",
     "FineTuneError",
     "FineTunedOpinions",
     "load_finetuned",
@@ -39,6 +40,16 @@ __all__ = [
 FINETUNE_DIR = "data/gate_corpus/classifier/minilm-ft"
 #: The name verdicts show.
 FINETUNE_NAME = "minilm-ft"
+#: The gates on which a model with these exact weights (SHA-256 of ``model.safetensors``) met
+#: the bar on the frozen held-out corpus (docs/rules.md#gate-figures; measured once, pinned in
+#: ``tests/unit/test_gates_heldout.py``): there it is *trusted* -- it may move a verdict toward
+#: PASS where it is confident, never against evidence the rules saw. On every other gate, and
+#: for any other weights (a retrained model is not trusted until it is measured), it is
+#: direction-safe: it may only move a verdict toward failure (docs/rules.md#second-opinion).
+TRUSTED_GATES: dict[str, frozenset[Gate]] = {
+    "eb61f45e0f3b026aab7b35cfaa34a966dda322426956c363c0d18b074d344352":
+        frozenset({"escalation"}),
+}
 _GATES: tuple[Gate, ...] = ("refusal", "escalation")
 
 
@@ -54,6 +65,7 @@ class FineTunedOpinions:
         name: the model's name (``minilm-ft``).
         sidecar: the parsed ``model.json``.
         thresholds: each gate's ``low``/``high`` (``docs/rules.md#second-opinion``).
+        trusted: the gates on which these weights are trusted (:data:`TRUSTED_GATES`).
     """
 
     def __init__(self, net: Any, tokenizer: Any, sidecar: dict[str, Any],
@@ -63,6 +75,8 @@ class FineTunedOpinions:
         self._tokenizer = tokenizer
         self.sidecar = sidecar
         self.thresholds = thresholds
+        self.trusted: frozenset[Gate] = TRUSTED_GATES.get(
+            str(sidecar.get("weights sha256")), frozenset())
         self.name = str(sidecar.get("name", FINETUNE_NAME))
         self._lock = threading.Lock()
 
@@ -104,8 +118,9 @@ class FineTunedOpinions:
                 uses them); accepted for the opinion-source interface.
 
         Returns:
-            ``{gate: Opinion}``; when the model fails on this answer, opinions without a
-            probability that say why (the rules decide). Never raises for model failures.
+            ``{gate: Opinion}`` (``trusted`` on the gates of :data:`TRUSTED_GATES`); when the
+            model fails on this answer, opinions without a probability that say why (the rules
+            decide). Never raises for model failures.
         """
         try:
             (p_ref, p_esc), = self.probabilities([answer], [user])
@@ -113,7 +128,7 @@ class FineTunedOpinions:
             return absent_opinions(self.name, f"model failed: {exc}")
         scores: dict[Gate, float] = {"refusal": p_ref, "escalation": p_esc}
         return {gate: Opinion(gate, self.name, p, thresholds=self.thresholds[gate],
-                              rule="classifier")
+                              rule="classifier", trusted=gate in self.trusted)
                 for gate, p in scores.items()}
 
 

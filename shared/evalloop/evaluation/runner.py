@@ -132,9 +132,10 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         responses_label: how to name the canned source in "unscored" reasons.
         second_opinion: who gives the gates a second opinion on every answer
             (``docs/rules.md#second-opinion``): ``"default"`` -- the setting
-            ``evaluator.gate_second_opinion``: ``off`` (the default, the rules alone),
-            ``classifier`` (the shipped MiniLM classifier) or ``minilm-ft`` (the fine-tuned
-            MiniLM cross-encoder), both direction-safe
+            ``evaluator.gate_second_opinion``: ``minilm-ft`` (the default: the fine-tuned
+            MiniLM cross-encoder, trusted on the escalation gate and direction-safe on the
+            refusal gate), ``classifier`` (the MiniLM logistic classifier, direction-safe)
+            or ``off`` (the rules alone)
             (:func:`~evalloop.adapters.gate_classifier.shared_default_opinions`; loaded once
             per process); a source of your own; or ``None``: the rules alone. A classifier
             that cannot be loaded leaves the rules to decide, and every verdict says why.
@@ -150,7 +151,7 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         raise ValueError(f"expected concurrency >= 1, received {concurrency}")
     if len({c.id for c in cases}) != len(cases):
         raise ValueError("expected unique case ids")
-    # the first default load takes ~10 s (MiniLM): off the event loop
+    # the first default load takes seconds (MiniLM + its adapters): off the event loop
     opinion_source = await asyncio.to_thread(shared_default_opinions) \
         if second_opinion == "default" else second_opinion
     started = datetime.now(UTC)
