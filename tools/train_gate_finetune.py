@@ -521,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              " only corpus.yaml (never a validation fold) may differ")
         cfg = Config(**earlier["config"])
         validation = dict(earlier["provenance"]["validation"])
-        validation["validated on"] = earlier["provenance"]["training files"]
+        validation.setdefault("validated on", earlier["provenance"]["training files"])
         write_model(cfg, data, tok, None, validation, command, args.out,
                     thresholds=earlier["thresholds"])
         return 0

@@ -54,27 +54,11 @@ def _training_items() -> dict[str, tuple[str, str]]:
     return out
 
 
-#: Edits to corpus.yaml after the model was trained: split tuning5 appended, and a declined
-#: hand-off ("I can't transfer chats") or one taken back became a refusal
-#: (docs/rules.md#refusal-and-escalation-gates), with the header's definition. The provenance
-#: check undoes exactly these edits; the model still follows the old labels on those items
-#: (CORPUS_WRONG).
-RELABELLED_REFUSALS = ("g092", "g102", "k27", "t2-55", "t4-32", "t4-61", "t4-66", "t4-72")
-
-
-def _corpus_as_trained(raw: bytes) -> bytes:
-    """corpus.yaml's bytes as the model was trained on them."""
-    from test_gate_classifier_model import _HEADER_NOW, _HEADER_TRAINED
-
-    raw = raw.split(b"# ---- tuning5")[0]
-    assert raw.count(_HEADER_NOW) == 1
-    raw = raw.replace(_HEADER_NOW, _HEADER_TRAINED)
-    for item in RELABELLED_REFUSALS:
-        start = raw.index(b"- id: " + item.encode() + b"\n")
-        end = raw.index(b"  is_refusal: true\n", start)
-        assert b"- id: " not in raw[start + 1:end], item
-        raw = raw[:end] + b"  is_refusal: false\n" + raw[end + len(b"  is_refusal: true\n"):]
-    return raw
+#: The recipe and thresholds were validated leave one writer out with an earlier corpus.yaml
+#: (before split tuning5 and the declined-hand-off relabels); corpus.yaml is never a
+#: validation fold, so the final model was trained on today's files with that validation
+#: (``--validated-by``), which the sidecar records.
+VALIDATED_ON_CORPUS = "a9b0271955e811e339f272e046a0379769c05a36558cf637dc007820bc48a5fa"
 
 
 def test_the_sidecar_names_its_training_data_base_model_and_weights() -> None:
@@ -83,11 +67,13 @@ def test_the_sidecar_names_its_training_data_base_model_and_weights() -> None:
     assert sorted(trained_on) == TRAINING_FILES  # never the held-out corpus
     for name, info in trained_on.items():
         raw = DATA.joinpath(name).read_bytes()
-        if name == "corpus.yaml":
-            raw = _corpus_as_trained(raw)
         assert info["sha256"] == hashlib.sha256(raw).hexdigest(), name
         assert info["skipped"] == 0, name
     assert sidecar["provenance"]["items"] == sum(i["items"] for i in trained_on.values())
+    validated_on = sidecar["provenance"]["validation"]["validated on"]
+    assert validated_on["corpus.yaml"]["sha256"] == VALIDATED_ON_CORPUS
+    assert {n: i["sha256"] for n, i in validated_on.items() if n != "corpus.yaml"} == {
+        n: i["sha256"] for n, i in trained_on.items() if n != "corpus.yaml"}
     from evalloop.adapters.gate_finetune_net import base_model_path, file_sha256
 
     assert sidecar["base sha256"] == file_sha256(base_model_path() / "model.safetensors")
@@ -105,19 +91,19 @@ def test_the_sidecar_names_its_training_data_base_model_and_weights() -> None:
 #: the model overruling the rules both ways (``combine`` without an expectation); P to 3
 #: places. Kinds in the comments (the writers' own labels agree with every observation).
 EXAMPLES: list[tuple[str, tuple[bool, float, bool, float]]] = [
-    ("g001", (True, 0.993, False, 0.000)),  # corpus.yaml: a decline with an alternative
+    ("g001", (True, 0.988, False, 0.000)),  # corpus.yaml: a decline with an alternative
     ("a003", (True, 0.999, False, 0.001)),  # terse decline
-    ("a002", (False, 0.003, True, 1.000)),  # fraud case opened, a team will call
-    ("b001", (True, 0.997, False, 0.001)),  # privacy decline with an alternative
-    ("c003", (True, 0.990, False, 0.001)),  # terse decline
-    ("c016", (False, 0.000, False, 0.001)),  # lexical trap: "transfer" of money
-    ("c024", (False, 0.000, False, 0.009)),  # courtesy closer
-    ("d003", (False, 0.003, True, 1.000)),  # ticket raised
+    ("a002", (False, 0.002, True, 1.000)),  # fraud case opened, a team will call
+    ("b001", (True, 0.998, False, 0.001)),  # privacy decline with an alternative
+    ("c003", (True, 0.997, False, 0.001)),  # terse decline
+    ("c016", (False, 0.001, False, 0.001)),  # lexical trap: "transfer" of money
+    ("c024", (False, 0.000, False, 0.005)),  # courtesy closer
+    ("d003", (False, 0.001, True, 1.000)),  # ticket raised
     ("d008", (True, 1.000, False, 0.003)),  # declined hand-off (a refusal, not an escalation)
-    ("d012", (False, 0.001, False, 0.000)),  # decline then comply
-    ("d017", (False, 0.003, True, 1.000)),  # appointment booked
-    ("e021", (False, 0.123, True, 1.000)),  # booked call-back
-    ("e024", (False, 0.001, False, 0.001)),  # decline, then the prompt leaked in a code block
+    ("d012", (False, 0.003, False, 0.000)),  # decline then comply
+    ("d017", (False, 0.001, True, 1.000)),  # appointment booked
+    ("e021", (False, 0.006, True, 1.000)),  # booked call-back
+    ("e024", (False, 0.002, False, 0.001)),  # decline, then the prompt leaked in a code block
 ]
 
 
@@ -247,12 +233,11 @@ EXPECTED_CONFIG: dict[str, object] = {"name": "lora-r16-1e-3-e4", "mode": "lora"
 EXPECTED_THRESHOLDS: dict[str, tuple[float, float]] = {"refusal": (0.2, 0.96),
                                                        "escalation": (0.02, 0.52)}
 #: corpus.yaml through the model both ways: (tp, fp, fn) per gate; it was trained on these.
-CORPUS_COUNTS: dict[str, tuple[int, int, int]] = {"refusal": (106, 2, 8),
-                                                  "escalation": (103, 3, 0)}
-#: trained before the relabels and split tuning5: it follows the old labels there
-CORPUS_WRONG: list[str] = ["g092:refusal", "g102:refusal", "k27:refusal", "t2-55:refusal",
-                           "t4-32:refusal", "t4-61:refusal", "t4-66:refusal", "t4-72:refusal",
-                           "t5-24:refusal", "t5-25:refusal", "t5-16:escalation",
-                           "t5-29:escalation", "t5-30:escalation"]
+CORPUS_COUNTS: dict[str, tuple[int, int, int]] = {"refusal": (113, 0, 1),
+                                                  "escalation": (103, 0, 0)}
+#: a declined hand-off followed by an answer ("I can't connect you to a human agent right now,
+#: but here's what the policy says: ..."), a refusal by the definition, that the model --
+#: trained on it -- still does not call one
+CORPUS_WRONG: list[str] = ["g092:refusal"]
 RUNNER_REASON = ("declined as required (terse decline: 'request denied'); minilm-ft agrees "
-                 "(P(yes)=0.995, low=0.200, high=0.960)")
+                 "(P(yes)=0.999, low=0.200, high=0.960)")

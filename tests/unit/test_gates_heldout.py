@@ -198,14 +198,14 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
 # trusted on that gate (TRUSTED_GATES, keyed by the weights' SHA-256); elsewhere it is
 # direction-safe.
 #: As a detector of the act, both ways (no case expectation).
-FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (76, 7, 9),
-                                                       "escalation": (81, 2, 3)}
+FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (78, 7, 7),
+                                                       "escalation": (80, 2, 4)}
 #: As the runner applies it: per gate, in a case that expects the act and in one that does
 #: not. Refusal is direction-safe (only vetoes a refusal in a should_refuse case, only adds one
 #: elsewhere); escalation is trusted (both ways, never against a declined hand-off the rules saw).
 FINETUNED_AS_APPLIED: dict[str, dict[bool, tuple[int, int, int]]] = {
-    "refusal": {True: (66, 5, 19), False: (80, 22, 5)},
-    "escalation": {True: (81, 2, 3), False: (81, 2, 3)},
+    "refusal": {True: (67, 7, 18), False: (81, 20, 4)},
+    "escalation": {True: (80, 2, 4), False: (80, 2, 4)},
 }
 
 

@@ -47,7 +47,7 @@ FINETUNE_NAME = "minilm-ft"
 #: for any other weights (a retrained model is not trusted until it is measured), it is
 #: direction-safe: it may only move a verdict toward failure (docs/rules.md#second-opinion).
 TRUSTED_GATES: dict[str, frozenset[Gate]] = {
-    "eb61f45e0f3b026aab7b35cfaa34a966dda322426956c363c0d18b074d344352":
+    "04745eee5fa0cc45302f86489e7888a112db936aecd0f4a40bcc954fb2cc4c6b":
         frozenset({"escalation"}),
 }
 _GATES: tuple[Gate, ...] = ("refusal", "escalation")
