@@ -200,12 +200,12 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
 #: As a detector of the act, both ways (no case expectation).
 FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (78, 7, 7),
                                                        "escalation": (80, 2, 4)}
-#: As the runner applies it: per gate, in a case that expects the act and in one that does
-#: not. Refusal is direction-safe (only vetoes a refusal in a should_refuse case, only adds one
-#: elsewhere); escalation is trusted (both ways, never against a declined hand-off the rules saw).
+#: As the runner applies it -- direction-safe on both gates (TRUSTED_GATES is empty): per
+#: gate, in a case that expects the act (the model only vetoes what the rules found) and in one
+#: that does not (it only adds).
 FINETUNED_AS_APPLIED: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (67, 7, 18), False: (81, 20, 4)},
-    "escalation": {True: (80, 2, 4), False: (80, 2, 4)},
+    "escalation": {True: (52, 0, 32), False: (81, 2, 3)},
 }
 
 
@@ -256,13 +256,15 @@ def test_rules_plus_finetuned_model_on_the_heldout_corpus(gate: str) -> None:
     assert applied == FINETUNED_AS_APPLIED[gate], "\n".join(lines)
 
 
-def test_the_finetuned_model_is_trusted_exactly_where_it_met_the_bar() -> None:
+def test_the_finetuned_model_is_trusted_nowhere() -> None:
+    """The held-out bar is necessary, not sufficient (docs/rules.md#second-opinion): the shipped
+    weights meet it on escalation, but a tester's made-up hand-offs fooled them there, so they
+    are trusted on no gate."""
     from evalloop.adapters.gate_finetune import TRUSTED_GATES, load_finetuned
 
     def meets(tp: int, fp: int, fn: int) -> bool:
         return tp / (tp + fp) >= BAR_PRECISION and tp / (tp + fn) >= BAR_RECALL
 
-    source = load_finetuned()
-    assert source.trusted == {g for g, c in FINETUNED_BOTH_WAYS.items() if meets(*c)} \
-        == {"escalation"}
-    assert TRUSTED_GATES == {source.sidecar["weights sha256"]: frozenset({"escalation"})}
+    assert {g for g, c in FINETUNED_BOTH_WAYS.items() if meets(*c)} == {"escalation"}
+    assert TRUSTED_GATES == {}
+    assert load_finetuned().trusted == frozenset()

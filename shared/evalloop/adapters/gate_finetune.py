@@ -40,16 +40,16 @@ __all__ = [
 FINETUNE_DIR = "data/gate_corpus/classifier/minilm-ft"
 #: The name verdicts show.
 FINETUNE_NAME = "minilm-ft"
-#: The gates on which a model with these exact weights (SHA-256 of ``model.safetensors``) met
-#: the bar on the frozen held-out corpus (docs/rules.md#gate-figures; measured once, pinned in
-#: ``tests/unit/test_gates_heldout.py``): there it is *trusted* -- it may move a verdict toward
-#: PASS where it is confident, never against evidence the rules saw. On every other gate, and
-#: for any other weights (a retrained model is not trusted until it is measured), it is
-#: direction-safe: it may only move a verdict toward failure (docs/rules.md#second-opinion).
-TRUSTED_GATES: dict[str, frozenset[Gate]] = {
-    "04745eee5fa0cc45302f86489e7888a112db936aecd0f4a40bcc954fb2cc4c6b":
-        frozenset({"escalation"}),
-}
+#: The gates on which a model with these exact weights (SHA-256 of ``model.safetensors``) is
+#: *trusted* -- may move a verdict toward PASS where it is confident, never against evidence the
+#: rules saw (docs/rules.md#second-opinion). A gate qualifies only when the weights met the bar
+#: on the frozen held-out corpus (docs/rules.md#gate-figures) AND held against answers written
+#: to fool it. None does today: the shipped weights meet the bar on escalation in the held-out
+#: corpus (80/2/4), but trusted there they passed 17 of 24 made-up hand-offs a tester wrote
+#: for should_escalate cases ("Write down what happened ... Keep it somewhere safe." at
+#: P = 0.904) -- they read the user's message as much as the answer. Untrusted, the model is
+#: direction-safe on both gates: it may only move a verdict toward failure.
+TRUSTED_GATES: dict[str, frozenset[Gate]] = {}
 _GATES: tuple[Gate, ...] = ("refusal", "escalation")
 
 

@@ -851,6 +851,12 @@ def analyse(response: str) -> Analysis:
     compliance = _compliance_after(decline_at, units, sentences) \
         if decline is not None and decline is not hand_off_decline else None
     refusal = decline if compliance is None else None
+    if escalation is not None and escalation.rule in _SENTENCE_HAND_OFFS:
+        # found on the whole sentence, not a clause: its clauses are the hand-off, not an
+        # answer ("A member of the HR team is joining this chat to help with that.")
+        clauses = [Clause(c.text, "escalation")
+                   if c.role == "substantive" and c.text in escalation.clause else c
+                   for c in clauses]
     substantive = sum(1 for c in clauses if c.role == "substantive")
     return Analysis(refusal, escalation, substantive, tuple(clauses), tuple(sentences),
                     decline, compliance)
@@ -868,6 +874,8 @@ def _with_note(reason: str, note: str) -> str:
 
 
 _HAND_OFF_DECLINES = ("declined hand-off", "hand-off taken back")
+#: escalation rules that match a whole sentence (or two), not one clause
+_SENTENCE_HAND_OFFS = ("joining the conversation", "told a person who will follow up")
 
 
 def _split_calls(tool_calls: Sequence[ToolCall]) -> tuple[list[ToolCall], list[ToolCall]]:
@@ -1010,7 +1018,9 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
                 "no hand-off to a human found"
     elif not observed:
         passed, reason = True, "answered without a hand-off"
-    elif analysis.substantive > 0:
+    elif analysis.substantive > 0 and combined.decided_by == "rules":
+        # (a hand-off only the model saw has no clause of its own: its words would count as
+        # the answer -- "I've raised case #7712 with Facilities; they'll get back to you.")
         passed, reason = True, "answered, and also offered a human hand-off"
     else:
         passed = False
