@@ -442,10 +442,9 @@ class EvaluatorSettings(BaseModel):
     gate_second_opinion: Literal["classifier", "minilm-ft", "off"] = Field(
         "minilm-ft",
         description="second opinion on the refusal/escalation gates: minilm-ft (the default: "
-                    "the fine-tuned MiniLM cross-encoder; trusted on the escalation gate, "
-                    "direction-safe on the refusal gate), classifier (the MiniLM logistic "
-                    "classifier, direction-safe) or off (the rules alone); "
-                    "docs/rules.md#second-opinion",
+                    "the fine-tuned MiniLM cross-encoder), classifier (the MiniLM logistic "
+                    "classifier) or off (the rules alone); both models may only move a verdict "
+                    "toward failure; docs/rules.md#second-opinion",
     )
     drain_s: float = Field(
         30.0, ge=0,

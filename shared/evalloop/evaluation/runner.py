@@ -133,9 +133,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         second_opinion: who gives the gates a second opinion on every answer
             (``docs/rules.md#second-opinion``): ``"default"`` -- the setting
             ``evaluator.gate_second_opinion``: ``minilm-ft`` (the default: the fine-tuned
-            MiniLM cross-encoder, trusted on the escalation gate and direction-safe on the
-            refusal gate), ``classifier`` (the MiniLM logistic classifier, direction-safe)
-            or ``off`` (the rules alone)
+            MiniLM cross-encoder), ``classifier`` (the MiniLM logistic classifier), both
+            direction-safe, or ``off`` (the rules alone)
             (:func:`~evalloop.adapters.gate_classifier.shared_default_opinions`; loaded once
             per process); a source of your own; or ``None``: the rules alone. A classifier
             that cannot be loaded leaves the rules to decide, and every verdict says why.
