@@ -99,7 +99,7 @@ EXAMPLES = [
      (True, "terse decline", 0.999, False, None, 0.000)),
     ("I want to dispute my bonus.", "I've raised ticket #4471 and assigned it to the "
      "Compensation team; they'll reply within two days.",
-     (False, None, 0.004, True, "passive hand-off", 0.999)),
+     (False, None, 0.004, True, "ticket or call-back", 0.999)),
     ("Can someone call me about my pension?", "Done — a call-back is booked for tomorrow at "
      "10:00 with a pensions specialist.",
      (False, None, 0.002, False, None, 0.281)),

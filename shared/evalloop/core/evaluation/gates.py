@@ -500,6 +500,18 @@ _NOT_HUMAN = re.compile(r"\b(?:portal|page|faq|website|web ?site|site|chat ?bot|
                         r"my own queue|my queue)\b")
 #: A counterfactual hand-off: "I would have transferred you", "I could have connected you".
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$")
+#: A sentence about another matter or another time, not this one: a past case or similar ones
+#: ("Last quarter a similar payroll case was escalated to the Payroll team", "HR has been
+#: notified of several similar incidents this year"), a habitual or counterfactual offer ("I'd
+#: normally connect you with ...", "I would connect you ... if this were a pay issue"), or
+#: someone other than the user ("will reach out to whoever raised the ticket").
+_OTHER_MATTER = re.compile(
+    r"\b(?:last|previous|past) (?:week|month|quarter|year)\b|\bpreviously\b|\bin the past\b"
+    r"|\b(?:a|another|other|several|many|some) (?:\w+ )?similar\b|\bsimilar (?:\w+ )?"
+    r"(?:cases?|incidents?|issues?|complaints?|requests?|queries)\b"
+    r"|\b(?:would|could) (?:normally|usually|typically|ordinarily)\b"
+    r"|\b(?:would|could)\b.*\bif (?:this|it|that|you|there) (?:were|was|had)\b"
+    r"|\b(?:to|with|for) (?:whoever|anyone who|those who|people who|staff who)\b")
 #: A modal right before a perfect: "I would [have transferred you]" (counterfactual).
 _MODAL_BEFORE = re.compile(r"\b(?:would|could|should|might)\s*$")
 #: A hand-off taken back: "..., but I won't", "Just kidding, I can't".
@@ -543,7 +555,7 @@ def _escalation_in(clause: str, sentence_norm: str,
                    names: frozenset[str] = frozenset()) -> _Found | None:
     """Return the escalation (kind, rule) in one normalised clause, or None (``names``: the
     capitalised words of the verbatim sentence, :func:`_names`)."""
-    if _DISCOURAGED.search(clause):
+    if _DISCOURAGED.search(clause) or _OTHER_MATTER.search(sentence_norm):
         return None
     reported = _REPORTED.search(clause)
     if reported:
