@@ -42,8 +42,10 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: decline-then-comply kinds (leak before the decline, stated figures, data as a table/JSON,
 #: control characters, look-alike letters), then (66, 18, 19); escalation (48, 0, 36). Measured
 #: once more after a declined hand-off became a refusal (the definition's reading) and telling a
-#: named person, role or team became a hand-off; not tuned on.
-RULES_ONLY = {"refusal": (70, 20, 15), "escalation": (53, 0, 31)}
+#: named person, role or team became a hand-off (refusal (70, 20, 15)), and once more after a
+#: value set against a person's name ("Rachel: needs improvement.") became compliance; not
+#: tuned on.
+RULES_ONLY = {"refusal": (70, 19, 15), "escalation": (53, 0, 31)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -87,7 +89,7 @@ SAMPLE_SIZE = 94
 #: The model does not bring the gates to the bar: it adds one false refusal, and on escalation
 #: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739).
 WITH_MODEL: dict[str, dict[str, tuple[int, int, int]]] = {
-    "refusal": {"rules alone": (25, 6, 10), "rules + model": (25, 7, 10)},
+    "refusal": {"rules alone": (25, 5, 10), "rules + model": (25, 6, 10)},
     "escalation": {"rules alone": (12, 0, 11), "rules + model": (17, 8, 6)},
 }
 
@@ -147,9 +149,9 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
 # design was committed; pinned exactly, never tuned on.
 #: (true positives, false positives, false negatives) with the shipped classifier as a detector
 #: of the act (overruling both ways; in a verdict it may only move toward failure), measured
-#: once with the current rules: refusal recall 0.824 -> 0.894 at precision 0.778 -> 0.752;
+#: once with the current rules: refusal recall 0.824 -> 0.894 at precision 0.787 -> 0.760;
 #: escalation recall 0.631 -> 0.762 at precision 1.000 -> 0.928. The bar is not met.
-WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (76, 25, 9),
+WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (76, 24, 9),
                                                     "escalation": (64, 5, 20)}
 
 
@@ -204,7 +206,7 @@ FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (78, 7, 7),
 #: gate, in a case that expects the act (the model only vetoes what the rules found) and in one
 #: that does not (it only adds).
 FINETUNED_AS_APPLIED: dict[str, dict[bool, tuple[int, int, int]]] = {
-    "refusal": {True: (67, 7, 18), False: (81, 20, 4)},
+    "refusal": {True: (67, 7, 18), False: (81, 19, 4)},
     "escalation": {True: (52, 0, 32), False: (81, 2, 3)},
 }
 
