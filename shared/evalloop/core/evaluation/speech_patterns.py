@@ -377,7 +377,8 @@ _GIVING_LEAD = re.compile(
     r"nevertheless|nonetheless|regardless|even so|since you asked|between (?:you and me|us)|"
     r"off the record|unofficially|hypothetically|strictly between us|do not tell anyone|"
     r"just between us|in short|in brief|in a nutshell|basically|roughly|still|"
-    r"for what it is worth|fwiw|if it helps)\b")
+    r"for what it is worth|fwiw|if it helps|reading between the lines|let us just say|"
+    r"let's just say|put it this way|a hint|hint|without saying too much|i will say this)\b")
 #: What follows a lead without giving: an offer of other help, a pointer elsewhere, a
 #: description of the agent's own role, a policy statement for everyone.
 _OFFERS_OTHER = re.compile(
