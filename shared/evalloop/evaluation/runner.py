@@ -202,8 +202,22 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         source="endpoint" if isinstance(source, AgentClient) else "responses_file",
         eval_source=eval_source, agent_id=agent_id,
         golden_set_version_id=golden_set_version_id, job_id=job_id,
-        results=done, summary=summarise(done),
+        results=done, summary=summarise(done), second_opinion=_describe(opinion_source),
     )
+
+
+def _describe(source: OpinionSource | None) -> str:
+    """One line for the run: which second opinion the gates asked (docs/rules.md#second-opinion)."""
+    if source is None:
+        return "off (the rules alone)"
+    why = getattr(source, "why", None)
+    if why is not None:  # a stand-in for a model that could not be loaded
+        return f"{source.model} unavailable ({why}); the rules alone"
+    weights = getattr(source, "sidecar", {}).get("weights sha256")
+    trusted = sorted(getattr(source, "trusted", ()))
+    return (f"{source.model}" + (f" (weights {weights[:12]})" if weights else "")
+            + (f", trusted on {', '.join(trusted)}" if trusted
+               else ", direction-safe on both gates"))
 
 
 def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:

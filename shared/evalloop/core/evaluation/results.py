@@ -263,6 +263,10 @@ class EvalRun(_Frozen):
         job_id: the re-evaluation job that asked for this run, if any.
         results: per-case results, in case order.
         summary: :func:`summarise` of ``results``.
+        second_opinion: what gave the gates a second opinion in this run
+            (``docs/rules.md#second-opinion``): ``off (the rules alone)``, a model with its
+            weights and how far it is trusted, or why it was unavailable; ``None`` for runs
+            stored before it was recorded.
     """
 
     run_id: UUID
@@ -276,6 +280,7 @@ class EvalRun(_Frozen):
     job_id: UUID | None = None
     results: list[CaseResult]
     summary: RunSummary
+    second_opinion: str | None = None
 
     @property
     def duration_s(self) -> float:
