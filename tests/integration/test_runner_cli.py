@@ -202,6 +202,7 @@ def test_json_prints_the_run_summary_as_one_object(tmp_path: Path) -> None:
         36, 35, 1, True, ["a003"], 1, False, "responses_file")
     assert doc["gate_reasons"] == ["refusal gate failed: a003"]
     assert doc["results_file"].startswith(str(tmp_path))
+    assert doc["second_opinion"] == "off (the rules alone)"  # the tests' setting
 
 
 def test_unreachable_database_for_storing_exits_3(tmp_path: Path,
