@@ -150,10 +150,11 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         raise ValueError(f"expected concurrency >= 1, received {concurrency}")
     if len({c.id for c in cases}) != len(cases):
         raise ValueError("expected unique case ids")
+    # the run's time includes loading the second opinion (seconds, once per process)
+    started = datetime.now(UTC)
     # the first default load takes seconds (MiniLM + its adapters): off the event loop
     opinion_source = await asyncio.to_thread(shared_default_opinions) \
         if second_opinion == "default" else second_opinion
-    started = datetime.now(UTC)
     results: list[CaseResult | None] = [None] * len(cases)
     queue = iter(enumerate(cases))
     fetched: asyncio.Queue[tuple[int, EvalCase, _Raw] | None] = asyncio.Queue()
