@@ -250,3 +250,13 @@ def test_a_responses_file_nested_too_deep_exits_2(tmp_path: Path) -> None:
     assert err == ("error: deep.json: (line 1, column 1): expected valid JSON, received nested "
                    "too deep to decode\n")
     assert not list(tmp_path.glob("evals-*"))
+
+
+def test_a_response_id_that_matches_no_case_is_named(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"zz9": "A typo'd id.", "zz1": "Another."}), encoding="utf-8")
+    code, _, err = _eval(tmp_path, "--responses-file", str(REFERENCE_FILE), "--responses-file",
+                         str(extra), "--json")
+    assert code == 0
+    assert err == ("warning: 2 response id(s) match no case of hr-qa-agent-evals.yaml: zz1, "
+                   "zz9\n")

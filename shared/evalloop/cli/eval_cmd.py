@@ -160,6 +160,13 @@ async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | N
     hint = format_hint(response_format)
     agent_id = agent or eval_set.agent
     canned = None if endpoint else runner.load_responses_file(responses_files)
+    if canned is not None:  # a typo'd id would only show up as an unscored case
+        unused = sorted(set(canned) - {c.id for c in eval_set.cases})
+        if unused:
+            shown = ", ".join(unused[:10]) + (f", ... ({len(unused) - 10} more)"
+                                              if len(unused) > 10 else "")
+            typer.echo(f"warning: {len(unused)} response id(s) match no case of {label}: "
+                       f"{shown}", err=True)
     bar = runner.rich_progress(len(cases), f"evaluating {label}") if progress else None
     callback = bar.__enter__() if bar else None
     try:
