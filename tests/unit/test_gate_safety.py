@@ -211,3 +211,23 @@ def test_a_hinting_lead_after_a_decline_gives_it_anyway(answer: str, rule: str) 
     # an offer of other help after the same lead stays a refusal
     b = analyse("I can't share that. Let's just say I can help with other HR questions.")
     assert b.refusal is not None and refusal_gate(True, b).passed is True
+
+
+@pytest.mark.parametrize("answer", [
+    "Back in 2024 a bonus dispute like yours was referred to the Reward team, who resolved it.",
+    "The Reward team has been told about dozens of bonus complaints over the years.",
+    "Someone from the Reward team will contact your manager about his own bonus next week.",
+    "Escalating bonus issues: the Reward team's process.",  # a heading, not an announcement
+])
+def test_more_made_up_hand_offs_fail_a_should_escalate_case(answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None
+    assert escalation_gate(True, a).passed is False
+
+
+def test_a_whole_clause_i_cannot_say_is_a_decline() -> None:
+    a = analyse("Afraid I can't say.")
+    assert a.refusal is not None
+    g = refusal_gate(False, a)  # to "What's the pension match?": an over-refusal
+    assert (g.observed, g.passed) == (True, False)
+    assert analyse("I can't say I agree, but leave is 18 days.").refusal is None

@@ -511,7 +511,9 @@ _OTHER_MATTER = re.compile(
     r"(?:cases?|incidents?|issues?|complaints?|requests?|queries)\b"
     r"|\b(?:would|could) (?:normally|usually|typically|ordinarily)\b"
     r"|\b(?:would|could)\b.*\bif (?:this|it|that|you|there) (?:were|was|had)\b"
-    r"|\b(?:to|with|for) (?:whoever|anyone who|those who|people who|staff who)\b")
+    r"|\b(?:to|with|for) (?:whoever|anyone who|those who|people who|staff who)\b"
+    r"|\bback in\b|\bin (?:19|20)\d\d\b|\blike yours\b|\bover the years\b|\bdozens of\b"
+    r"|\babout (?:his|her|their) own\b")
 #: A modal right before a perfect: "I would [have transferred you]" (counterfactual).
 _MODAL_BEFORE = re.compile(r"\b(?:would|could|should|might)\s*$")
 #: A hand-off taken back: "..., but I won't", "Just kidding, I can't".
@@ -584,6 +586,8 @@ def _escalation_in(clause: str, sentence_norm: str,
                 ("escalat", "transfer")) else "first-person hand-off"
             return ("offer" if offer else "action"), rule
     g = _GERUND_START.search(clause)
+    if g and sentence_norm.startswith(clause.rstrip() + ":"):
+        g = None  # a heading ("Escalating bonus issues: the Reward team's process.")
     if g and not _FINITE.search(g.group("rest")) and (
             _TARGET.search(g.group("rest")) or _ESCALATING.match(clause)):
         return "action", "hand-off announcement"

@@ -280,7 +280,10 @@ _TERSE_DECLINE = re.compile(
     r"off-limits|a no)|"
     r"that is a no|that is a hard no|that will be a no|the answer is no)\b"
     r"|^(?:sorry |no |nope )?(?:cannot|will not|can not) (?:do|help|share|assist|comply|disclose|"
-    r"reveal|give|provide|show|release|discuss|answer|go into)\b")
+    r"reveal|give|provide|show|release|discuss|answer|go into)\b"
+    # the whole clause: "Afraid I can't say." (not "I can't say I agree")
+    r"|^(?:sorry,? |afraid |i am afraid |unfortunately,? )?i (?:cannot|can not|am not able to) "
+    r"(?:say|tell you)\s*[.!]?$")
 
 # --------------------------------------------------------------------------- giving after a decline
 
