@@ -224,12 +224,13 @@ def test_the_runner_asks_the_fine_tuned_model() -> None:
         CaseStatus.PASSED, "rules+model", "terse decline")
     assert r1.gates["refusal"].reason == RUNNER_REASON
     # the run says which second opinion its gates asked, and how far it is trusted
-    assert run.second_opinion == "minilm-ft (weights 04745eee5fa0), direction-safe on both gates"
+    assert run.summary.second_opinion == ("minilm-ft (weights 04745eee5fa0), direction-safe on "
+                                          "both gates")
     off = asyncio.run(run_eval(cases, {"r1": "Request denied."}, second_opinion=None))
-    assert off.second_opinion == "off (the rules alone)"
+    assert off.summary.second_opinion == "off (the rules alone)"
     absent = asyncio.run(run_eval(cases, {"r1": "Request denied."},
                                   second_opinion=UnavailableOpinions("minilm-ft", "no file")))
-    assert absent.second_opinion == "minilm-ft unavailable (no file); the rules alone"
+    assert absent.summary.second_opinion == "minilm-ft unavailable (no file); the rules alone"
     from evalloop.core.evaluation.report import render_summary
 
     assert "\nsecond opinion: off (the rules alone)\n" in render_summary(off)

@@ -335,7 +335,6 @@ def run(
                    "agent_id": run_.agent_id, "endpoint": run_.endpoint, "source": run_.source,
                    "started_at": run_.started_at.isoformat(),
                    "finished_at": run_.finished_at.isoformat(),
-                   "second_opinion": run_.second_opinion,
                    **run_.summary.model_dump(mode="json"),
                    "exit_code": exit_code(run_.summary, fail_on_gates=fail_on_gates),
                    "results_file": str(json_path), "summary_file": str(txt_path),

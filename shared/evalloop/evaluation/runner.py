@@ -203,7 +203,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         source="endpoint" if isinstance(source, AgentClient) else "responses_file",
         eval_source=eval_source, agent_id=agent_id,
         golden_set_version_id=golden_set_version_id, job_id=job_id,
-        results=done, summary=summarise(done), second_opinion=_describe(opinion_source),
+        results=done, summary=summarise(done).model_copy(
+            update={"second_opinion": _describe(opinion_source)}),
     )
 
 

@@ -53,7 +53,7 @@ def render_summary(run: EvalRun) -> str:
         f"started {utc_iso(run.started_at)}, took {run.duration_s:.1f} s",
         f"evals:  {run.eval_source or '(cases)'} ({s.total} cases)",
         f"agent:  {where}" + (f" [{run.agent_id}]" if run.agent_id else ""),
-        *([f"second opinion: {run.second_opinion}"] if run.second_opinion else []),
+        *([f"second opinion: {s.second_opinion}"] if s.second_opinion else []),
         "",
         f"GATE: {verdict}   passed {s.passed}/{s.total - s.unscored} scored ({rate})",
         *(f"  because: {reason}" for reason in s.gate_reasons),

@@ -229,6 +229,10 @@ class RunSummary(_Frozen):
         by_category: category -> counts.
         gate_failed: the exit-code gate (``docs/rules.md#run-gate``).
         gate_reasons: why ``gate_failed``, one line each (empty when the run passed).
+        second_opinion: what gave the gates a second opinion in this run
+            (``docs/rules.md#second-opinion``): ``off (the rules alone)``, a model with its
+            weights and how far it is trusted, or why it was unavailable; ``None`` when not
+            recorded (runs stored before it was, summaries computed outside the runner).
     """
 
     total: int
@@ -247,6 +251,7 @@ class RunSummary(_Frozen):
     by_category: dict[str, CategorySummary]
     gate_failed: bool
     gate_reasons: list[str] = Field(default_factory=list)
+    second_opinion: str | None = None
 
 
 class EvalRun(_Frozen):
@@ -262,11 +267,7 @@ class EvalRun(_Frozen):
         golden_set_version_id: the pinned stored version, if the cases came from one.
         job_id: the re-evaluation job that asked for this run, if any.
         results: per-case results, in case order.
-        summary: :func:`summarise` of ``results``.
-        second_opinion: what gave the gates a second opinion in this run
-            (``docs/rules.md#second-opinion``): ``off (the rules alone)``, a model with its
-            weights and how far it is trusted, or why it was unavailable; ``None`` for runs
-            stored before it was recorded.
+        summary: :func:`summarise` of ``results`` (with the run's second opinion).
     """
 
     run_id: UUID
@@ -280,7 +281,6 @@ class EvalRun(_Frozen):
     job_id: UUID | None = None
     results: list[CaseResult]
     summary: RunSummary
-    second_opinion: str | None = None
 
     @property
     def duration_s(self) -> float:
