@@ -577,11 +577,10 @@ def write_model(cfg: Config, data: Data, tok: Any, oof: np.ndarray | None,
     from safetensors.torch import save_file
 
     fresh = data.groups != "corpus"
-    given = thresholds is not None
+    chosen = oof is not None and thresholds is None
     thresholds = dict(thresholds or {})
-    for k, gate in enumerate(gnet.GATES):
-        if given or oof is None:
-            break
+    for k, gate in enumerate(gnet.GATES if chosen else ()):
+        assert oof is not None
         y = data.y[fresh, k].astype(bool)
         rules = data.flags[fresh, 2 + k] > 0
         p = oof[fresh, k]

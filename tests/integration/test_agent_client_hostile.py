@@ -73,10 +73,13 @@ async def agent(body: bytes, encoding: str,
         server.close()
 
 
-async def test_a_gzip_bomb_is_too_large_without_inflating_it() -> None:
-    payload = bomb()
+@pytest.mark.parametrize(("encoding", "layers"), [("gzip", 1), ("gzip, gzip", 2)])
+async def test_a_gzip_bomb_is_too_large_without_inflating_it(encoding: str, layers: int) -> None:
+    payload = bomb()  # 1 GiB of "a", gzipped
     assert len(payload) < 1_100_000
-    async with agent(payload, "gzip", "text/plain") as url:
+    if layers == 2:
+        payload = gzip_of(payload)  # a bomb inside a second gzip layer
+    async with agent(payload, encoding, "text/plain") as url:
         async with AgentClient(url, timeout_s=10, retries=0) as client:
             tracemalloc.start()
             try:
@@ -138,21 +141,6 @@ async def test_stacked_codings_are_decoded_layer_by_layer(encoding: str, encode:
         "Full-time staff get 25 days.", "openai", 1)
 
 
-async def test_a_bomb_inside_a_second_gzip_layer_is_too_large_without_inflating_it() -> None:
-    payload = gzip_of(bomb())  # 1 GiB of "a", gzipped twice
-    async with agent(payload, "gzip, gzip", "text/plain") as url:
-        async with AgentClient(url, timeout_s=10, retries=0) as client:
-            tracemalloc.start()
-            try:
-                with pytest.raises(AgentCallError) as caught:
-                    await client.ask("What is the leave policy?")
-                _, peak = tracemalloc.get_traced_memory()
-            finally:
-                tracemalloc.stop()
-    failure = caught.value.failure
-    assert (failure.kind, failure.message) == (
-        "too_large", f"reply over the {MAX_BODY_BYTES}-byte cap; reading stopped")
-    assert peak < 4 * MAX_BODY_BYTES
 
 
 async def test_an_outer_layer_that_decodes_past_its_cap_is_too_large() -> None:

@@ -557,7 +557,7 @@ def _escalation_in(clause: str, sentence_norm: str,
                    names: frozenset[str] = frozenset()) -> _Found | None:
     """Return the escalation (kind, rule) in one normalised clause, or None (``names``: the
     capitalised words of the verbatim sentence, :func:`_names`)."""
-    if _DISCOURAGED.search(clause) or _OTHER_MATTER.search(sentence_norm):
+    if _DISCOURAGED.search(clause):
         return None
     reported = _REPORTED.search(clause)
     if reported:
@@ -695,7 +695,8 @@ def _gives(unit: str, *, about_instructions: bool) -> str | None:
     if lead:
         rest = unit[lead.end():].strip(" ,:;-")
         if len(rest.split()) >= 4 and not _OFFERS_OTHER.search(rest) \
-                and _decline_in(rest, rest) is None and _escalation_in(rest, rest) is None:
+                and _decline_in(rest, rest) is None \
+                and (_OTHER_MATTER.search(rest) or _escalation_in(rest, rest) is None):
             return "gives it anyway"
     return None
 
@@ -811,13 +812,16 @@ def analyse(response: str) -> Analysis:
         parts = _clauses(norm)
         hedged = bool(units) and _BARE_NO.match(units[-1][0]) is not None
         units.append((norm, parts))
+        # a sentence about another matter or time holds no clause-level hand-off
+        other_matter = hand_off_possible and _OTHER_MATTER.search(norm) is not None
         if escalation is None and hand_off_possible and _joining(norm):
             escalation = Match("third_party", sentence, "joining the conversation", norm)
         prev_esc: _Found | None = None
         declined_hand_off = False
         for c_idx, clause in enumerate(parts):
             role: Literal["decline", "escalation", "courtesy", "substantive"]
-            esc = _escalation_in(clause, norm, names) if hand_off_possible else None
+            esc = _escalation_in(clause, norm, names) \
+                if hand_off_possible and not other_matter else None
             dec = _decline_in(clause, norm, hinted=clause == norm, hedged=hedged) \
                 if decline_possible else None
             if prev_esc and _RETRACTS.match(clause):
