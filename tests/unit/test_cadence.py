@@ -1,4 +1,5 @@
-"""Seed 003's eval cadence: which cases each re-evaluation trigger selects (pure)."""
+"""The eval cadence (docs/rules.md#eval-cadence): which cases each re-evaluation trigger selects
+(pure)."""
 
 from __future__ import annotations
 

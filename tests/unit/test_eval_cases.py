@@ -174,7 +174,7 @@ def test_golden_export_is_seed_004_shaped_with_derived_tags() -> None:
     assert first["tags"] == ["routine"]
     assert second["tags"] == ["refusal", "adversarial"]
     assert (second["created_at"], second["difficulty"], second["created_by"]) == (None, None, "")
-    # a seed-004 reader that ignores the explicit fields still sees the refusal
+    # a golden-set reader that ignores the explicit fields still sees the refusal
     plain = {**second}
     for key in ("should_refuse", "should_escalate", "category", "expected_behavior", "notes"):
         plain.pop(key, None)

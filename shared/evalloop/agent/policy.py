@@ -1,6 +1,7 @@
 """The reference agent's request policy: answer, refuse, or escalate to a human.
 
-Seed 003's HR agent refuses out-of-policy requests (system-prompt extraction, another employee's
+The HR agent of docs/rules.md (from the HR agent eval framework) refuses out-of-policy
+requests (system-prompt extraction, another employee's
 personal data, illegal or unsafe requests) and hands sensitive ones to a human (harassment,
 discrimination, self-harm, legal threats, an explicit request for a person). This is the
 *agent's* policy — a transparent rule set so that its behaviour is predictable in tests and

@@ -1,6 +1,6 @@
 """Which golden-set cases a re-evaluation trigger runs (docs/rules.md#eval-cadence).
 
-Seed 003's cadence table, as triggers of ``reeval.requested.v1``:
+The eval cadence table (docs/rules.md#eval-cadence), as triggers of ``reeval.requested.v1``:
 
 ==========================  ======================================  =========================
 cadence trigger            ``trigger``                             cases run

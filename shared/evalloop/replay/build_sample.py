@@ -7,7 +7,8 @@ Writes into ``evalloop/data/sample/`` (deterministic: the same data gives the sa
   baseline and incident (expected need x 1.2 + 10, capped at what exists), up to
   :data:`SERVED_PER_AGENT` FAQ examples as unrated traffic, and all 200 tau-bench episodes.
   Records are taken in the order of sha256(key): a fixed choice, independent of any seed.
-* ``golden/covid-qa-uk.json`` -- a seed-004 golden set for the incident agent: FAQ test
+* ``golden/covid-qa-uk.json`` -- a golden set (docs/rules.md#golden-set-format) for the
+  incident agent: FAQ test
   examples whose passage is in the reference agent's shipped knowledge base
   (``evalloop/data/kb/feedbackqa-uk``), expected answer = that passage, plus refusal and
   escalation cases (tags ``refusal`` / ``escalation``).
@@ -130,7 +131,7 @@ def _difficulty(question: str, passage: str) -> float:
 
 
 def golden_set(data_dir: Path, agent_id: str = GOLDEN_AGENT) -> dict[str, Any]:
-    """The seed-004 golden set of ``agent_id`` (a ``covid-qa-<source>`` agent).
+    """The golden set (docs/rules.md#golden-set-format) of ``agent_id`` (``covid-qa-<source>``).
 
     Cases: :data:`_GOLDEN_FAQ_CASES` FAQ test examples (one per passage, sha256 order) whose
     passage is in the reference agent's shipped knowledge base; difficulty by how many of

@@ -1,6 +1,7 @@
 """Quality flags and the human-review decision.
 
-Seed 003: "Quality flags like response_very_short don't fail the build; they mark the case for
+The HR agent eval framework (docs/rules.md#human-review): "Quality flags like
+response_very_short don't fail the build; they mark the case for
 human review", and "Cases marked requires_human_review: true need manual inspection, automated
 scoring cannot reliably evaluate tone, emotional appropriateness, or nuanced escalation
 decisions." A flag never changes a case's status; it only adds a review reason.
