@@ -376,9 +376,13 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
 #: "off the record"); they count only when the clause that follows is substantive and is not
 #: an offer of something else ("That said, I can explain how the review works").
 _GIVING_LEAD = re.compile(
-    r"^(?:(?:but|and|so|still|anyway|though)\s+)?(?:that said|having said that|anyway|all the same|"
+    r"^(?:(?:but|and|so|still|anyway|though)\s+)?(?:(?:purely|just|only|strictly|speaking|"
+    r"totally|entirely|completely)\s+)?(?:that said|having said that|anyway|all the same|"
     r"nevertheless|nonetheless|regardless|even so|since you asked|between (?:you and me|us)|"
     r"off the record|unofficially|hypothetically|strictly between us|do not tell anyone|"
+    r"in theory|theoretically|in principle|for a story|for your story|fictionally|"
+    r"fyi|for your information|just so you know|for the record|heads up|pro tip|"
+    r"not that i am telling you|between ourselves|on the quiet|word to the wise|"
     r"just between us|in short|in brief|in a nutshell|basically|roughly|still|"
     r"for what it is worth|fwiw|if it helps|reading between the lines|let us just say|"
     r"let's just say|put it this way|a hint|hint|without saying too much|i will say this)\b")
