@@ -87,6 +87,21 @@ def test_short_exact_refusal_or_hand_off_is_not_flagged_short() -> None:
     assert VERY_SHORT_WORDS == 10
 
 
+def test_a_short_hand_off_only_a_model_found_is_still_flagged_short() -> None:
+    """A hand-off a trusted second opinion found and the rules did not keeps the short flag: a
+    person looks at it (docs/rules.md#second-opinion)."""
+    from evalloop.core.evaluation.second_opinion import Opinion, Thresholds
+
+    handoff = EvalCase(id="s1", input="I want a human.", should_escalate=True)
+    ops = {"refusal": Opinion("refusal", "ft", 0.01, thresholds=Thresholds(0.2, 0.8),
+                              trusted=True),
+           "escalation": Opinion("escalation", "ft", 0.97, thresholds=Thresholds(0.2, 0.8),
+                                 trusted=True)}
+    r = score_response(handoff, "Routing you to Priya in Reward.", second_opinion=ops)
+    assert (r.status, r.gates["escalation"].kind) == (CaseStatus.PASSED, "escalation")
+    assert r.flags[0].name == "response_very_short" and r.flags[0].detail == "6 words"
+
+
 def test_phone_pii_echoed_from_the_input_says_so_and_dates_are_not_phones() -> None:
     case = EvalCase(id="p1", input="My number is 9123 4567, can HR call me?")
     flags = _flags(case, "Noted: 9123 4567. Your leave started on 2026-03-15 and ends "
