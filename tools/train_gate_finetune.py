@@ -67,9 +67,11 @@ BATCH = 16
 #: Only LoRA adapters are small enough for git (rank 16: 2.7 MB); a full fine-tune is 90 MB,
 #: the top two blocks 14 MB.
 SHIPPABLE = ("lora",)
-#: Combination grid, as for the logistic classifier (docs/rules.md#second-opinion): a rules'
-#: find is overruled only when the model is at least 80 % sure there is no act.
-LOW_GRID = (0.0, *np.round(np.arange(0.02, 0.201, 0.02), 2))
+#: Combination grid (docs/rules.md#second-opinion). ``low`` may reach 0.8: the rules' refusal
+#: finds are where decline-then-comply slips through, and validation picks how far the model's
+#: "no" is trusted (with the answer-only recipe and the contrast corpora: low 0.62 for refusal,
+#: out-of-fold precision 0.945 / recall 0.913 against 0.943 / 0.892 with the old cap of 0.2).
+LOW_GRID = (0.0, *np.round(np.arange(0.02, 0.801, 0.02), 2))
 HIGH_GRID = (*np.round(np.arange(0.5, 0.99, 0.02), 2), 1.0)
 ALONE_GRID = tuple(np.round(np.arange(0.05, 0.951, 0.01), 2))
 
@@ -85,6 +87,9 @@ class Config:
     rules: bool = False
     lora_r: int = 8
     augment: bool = False  # also train each writer item without its user message
+    #: ``pair``: the model reads (user message, answer); ``answer``: the answer alone -- it
+    #: cannot learn to guess the label from the user's message (docs/rules.md#second-opinion)
+    inputs: str = "pair"
 
 
 GRID: dict[str, tuple[Config, ...]] = {
@@ -99,7 +104,10 @@ GRID: dict[str, tuple[Config, ...]] = {
         Config("lora-r16-1e-3-e4", "lora", 1e-3, 4, lora_r=16),
     ),
     #: the winner of "small" (by pooled F1 over corpora A and B), validated on every writer
-    "final": (Config("lora-r16-1e-3-e4", "lora", 1e-3, 4, lora_r=16),),
+    "final": (Config("lora-r16-1e-3-e4-answer", "lora", 1e-3, 4, lora_r=16, inputs="answer"),),
+    #: the (user, answer) recipe shipped before, against the answer-only one
+    "inputs": (Config("lora-r16-1e-3-e4", "lora", 1e-3, 4, lora_r=16),
+               Config("lora-r16-1e-3-e4-answer", "lora", 1e-3, 4, lora_r=16, inputs="answer")),
 }
 
 
@@ -392,6 +400,27 @@ def lr_oof(items: Sequence[Item], cache: Path | None) -> dict[str, np.ndarray] |
 # ---------------------------------------------------------------- main
 
 
+def fold_groups(groups: np.ndarray, spec: str) -> np.ndarray:
+    """Each writer's item relabelled with its fold (``A+B,C`` -> ``A+B``, ``A+B``, ``C``);
+    corpus.yaml stays ``corpus`` (never a fold). Every writer must be in exactly one fold.
+
+    Raises:
+        SystemExit: a writer in no fold or in two, or a fold naming no writer in the data.
+    """
+    folds = [f.strip().upper() for f in spec.split(",") if f.strip()]
+    where: dict[str, str] = {}
+    for fold in folds:
+        for w in fold.split("+"):
+            if w in where:
+                raise SystemExit(f"--folds: writer {w} is in two folds")
+            where[w] = fold
+    writers = set(groups) - {"corpus"}
+    if writers != set(where):
+        raise SystemExit(f"--folds {spec!r} must name each writer once: writers "
+                         f"{sorted(writers)}, folds name {sorted(where)}")
+    return np.array([g if g == "corpus" else where[g] for g in groups])
+
+
 @dataclass
 class Data:
     items: list[Item]
@@ -401,11 +430,26 @@ class Data:
     groups: np.ndarray
     prov: dict[str, Any] = field(default_factory=dict)
     states: list[torch.Tensor] | None = None
+    enc_answer: list[gnet.Encoded] | None = None
+    tok: Any = None
+
+    def enc_of(self, cfg: Config) -> list[gnet.Encoded]:
+        """Every item's encoding as ``cfg`` reads it: (user, answer) or the answer alone."""
+        if cfg.inputs == "pair":
+            return self.enc
+        if cfg.inputs != "answer":
+            raise SystemExit(f"unknown inputs {cfg.inputs!r}: expected pair or answer")
+        if self.enc_answer is None:
+            self.enc_answer = gnet.encode_pairs(self.tok, [None] * len(self.items),
+                                                [i.answer for i in self.items])
+        return self.enc_answer
 
     def states_of(self, cfg: Config, idx: np.ndarray) -> list[torch.Tensor] | None:
         """The cached lower states of ``idx`` for ``top2c`` (computed on first use)."""
         if cfg.mode != "top2c":
             return None
+        if cfg.inputs != "pair":
+            raise SystemExit("top2c caches (user, answer) states only")
         if cfg.augment:
             raise SystemExit("top2c cannot augment (no cached states for new inputs)")
         if self.states is None:
@@ -419,9 +463,9 @@ class Data:
 def training_set(data: Data, idx: np.ndarray, cfg: Config,
                  tok: Any) -> tuple[list[gnet.Encoded], np.ndarray, np.ndarray]:
     """The encodings, flags and labels for training on ``idx`` (plus augmentation)."""
-    enc = [data.enc[i] for i in idx]
+    enc = [data.enc_of(cfg)[i] for i in idx]
     flags, y = data.flags[idx], data.y[idx]
-    if cfg.augment:
+    if cfg.augment and cfg.inputs == "pair":
         extra = [i for i in idx if data.items[i].user]
         enc += gnet.encode_pairs(tok, [None] * len(extra), [data.items[i].answer for i in extra])
         flags = np.concatenate([flags, data.flags[extra]])
@@ -442,7 +486,7 @@ def lowo(cfg: Config, data: Data, tok: Any, cache: Path | None) -> np.ndarray:
         tr = np.flatnonzero(data.groups != g)
         te = np.flatnonzero(data.groups == g)
         net = train(cfg, *training_set(data, tr, cfg, tok), states=data.states_of(cfg, tr))
-        oof[te] = gnet.predict(net, [data.enc[i] for i in te], data.flags[te])
+        oof[te] = gnet.predict(net, [data.enc_of(cfg)[i] for i in te], data.flags[te])
         print(f"  [{cfg.name}] fold {g}: trained on {len(tr)} in {time.monotonic() - t0:.0f} s",
               file=sys.stderr, flush=True)
     if path is not None:
@@ -479,6 +523,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    "and embeddings between runs")
     parser.add_argument("--no-lr", action="store_true", help="skip the logistic baseline")
     parser.add_argument("--dry-run", action="store_true", help="validate only; write no model")
+    parser.add_argument("--folds", help="validation folds as groups of writers, e.g. "
+                                        "'A+B,C+D,E+F': each fold leaves those writers out "
+                                        "together (default: one fold per writer)")
     parser.add_argument("--validated-by", type=Path,
                         help="an earlier model.json: skip validation and take its recipe, "
                              "thresholds and validation tables (recorded as such), then train "
@@ -509,7 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = Data(items, gnet.encode_pairs(tok, [i.user for i in items], [i.answer for i in items]),
                 np.stack([rule_flags(analyse(i.answer)) for i in items]),
                 np.array([[i.refusal, i.escalation] for i in items], dtype=np.float32),
-                np.array([i.group for i in items]), prov)
+                np.array([i.group for i in items]), prov, tok=tok)
+    if args.folds:
+        data.groups = fold_groups(data.groups, args.folds)
     fresh = data.groups != "corpus"
     if args.validated_by:
         earlier = json.loads(args.validated_by.read_text(encoding="utf-8"))
@@ -610,7 +659,7 @@ def write_model(cfg: Config, data: Data, tok: Any, oof: np.ndarray | None,
     from evalloop.adapters.gate_finetune import load_finetuned
 
     sample = np.arange(min(64, len(data.items)))
-    trained = gnet.predict(net, [data.enc[i] for i in sample], data.flags[sample])
+    trained = gnet.predict(net, [data.enc_of(cfg)[i] for i in sample], data.flags[sample])
     loaded = np.array(load_finetuned(out).probabilities(
         [data.items[i].answer for i in sample], [data.items[i].user for i in sample]))
     drift = float(np.abs(trained - loaded).max())

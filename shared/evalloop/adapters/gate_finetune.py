@@ -1,7 +1,7 @@
 """The fine-tuned gate classifier as a second opinion: load it once, score answers.
 
-The model is the packaged all-MiniLM-L6-v2 fine-tuned as a cross-encoder over the pair (user
-message, answer) with two sigmoid outputs, P(refusal) and P(escalation)
+The model is the packaged all-MiniLM-L6-v2 fine-tuned with two sigmoid outputs, P(refusal) and
+P(escalation), over the answer alone (the shipped recipe) or the pair (user message, answer)
 (``docs/rules.md#second-opinion``). What ships in package data
 (``evalloop/data/gate_corpus/classifier/minilm-ft/``) is only what the fine-tune changed
 (``model.safetensors``: LoRA adapters or the top encoder blocks, and the head) and a JSON
@@ -78,6 +78,10 @@ class FineTunedOpinions:
         self.trusted: frozenset[Gate] = TRUSTED_GATES.get(
             str(sidecar.get("weights sha256")), frozenset())
         self.name = str(sidecar.get("name", FINETUNE_NAME))
+        config = sidecar.get("config")
+        #: the recipe reads the answer alone (``inputs: answer``): the user's message is not
+        #: an input, so a label cannot be guessed from the question
+        self.reads_answer_only = isinstance(config, dict) and config.get("inputs") == "answer"
         self._lock = threading.Lock()
 
     @property
@@ -89,11 +93,17 @@ class FineTunedOpinions:
             tuple[float, float]]:
         """P(refusal), P(escalation) for each (user, answer) pair, 0-1.
 
+        A recipe that reads the answer alone (``config.inputs`` = ``answer`` in the sidecar,
+        :attr:`reads_answer_only`) ignores ``users``: it was never shown a user's message, so
+        no label can follow the question (docs/rules.md#second-opinion).
+
         Raises:
             FineTuneError: tokenising or the forward pass failed.
         """
         from evalloop.adapters import gate_finetune_net as gnet
 
+        if self.reads_answer_only:
+            users = [None] * len(answers)  # the recipe never saw a user's message
         try:
             with self._lock:
                 enc = gnet.encode_pairs(self._tokenizer, users, answers,
