@@ -7,9 +7,9 @@ that was validated (``docs/rules.md#second-opinion``).
 
 The input is one sequence ``[CLS] user [SEP] answer [SEP]`` (an unknown user message is the
 empty string: ``[CLS] [SEP] answer [SEP]``, which is also how a recipe that reads the answer
-alone sees every item, in training and at run time), at most :data:`MAX_LEN` tokens (the
-longer of the two texts is cut first). The encoder's token vectors are mean-pooled over the
-attention mask (the pooling all-MiniLM-L6-v2 was trained with); optionally the rules' four findings (0/1:
+alone sees every item, in training and at run time), at most :data:`MAX_LEN` tokens (the longer
+of the two texts is cut first). The encoder's token vectors are mean-pooled over the attention
+mask (the pooling all-MiniLM-L6-v2 was trained with); optionally the rules' four findings (0/1:
 decline, compliance after it, refusal, escalation) are appended; one linear layer gives two
 logits, ``sigmoid`` gives P(refusal) and P(escalation).
 """
