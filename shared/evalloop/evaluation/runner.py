@@ -218,7 +218,8 @@ def _describe(source: OpinionSource | None) -> str:
     weights = getattr(source, "sidecar", {}).get("weights sha256")
     trusted = sorted(getattr(source, "trusted", ()))
     return (f"{source.model}" + (f" (weights {weights[:12]})" if weights else "")
-            + (f", trusted on {', '.join(trusted)}" if trusted
+            + (", trusted on both gates" if trusted == ["escalation", "refusal"]
+               else f", trusted on {trusted[0]}, direction-safe on the other" if trusted
                else ", direction-safe on both gates"))
 
 
