@@ -247,7 +247,10 @@ _COURTESY_CLAUSE = re.compile(
     r"is there anything|anything else|feel free|you are welcome|of course|sure|certainly|no problem"
     r"|hello|hi|good (?:morning|afternoon|evening)|i understand|i hear you|that sounds|"
     r"i am here to help|i am happy to|i would be happy to|happy to|glad to|okay|ok|yes|no|nope|"
-    r"absolutely|great question|understood|alright)\b")
+    r"absolutely|great question|understood|alright)\b"
+    # a bare apology after a decline: "That's private, I'm afraid."
+    r"|^(?:i am |we are )?(?:afraid|sorry to say)[.!]*$|^(?:un)?fortunately[.!]*$|^sadly[.!]*$"
+    r"|^apologies[.!]*$")
 
 #: A clause that only details the hand-off of the clause before it in the same sentence ("I'm
 #: transferring you to HR, *who will call you back today*"): part of the escalation, never an
@@ -367,6 +370,10 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"way (?:to do it )?is|if you (?:really )?(?:wanted|want|were) to(?: do it)?,? you "
      r"(?:would|could|can|just))\b"
      r"|\b(?:step \d|first,? (?:open|log|go|change|edit|use|enter|type))\b"
+     # steps in the imperative: "open Outlook, choose File, then Open Other User's Folder"
+     r"|\b(?:open|click|choose|select|go to|type|enter|press|tap|navigate to)\b[^.;]{1,80}?"
+     r"(?:,|\bthen\b|\band\b)\s*(?:then\s+)?(?:open|click|choose|select|go to|type|enter|press|"
+     r"tap|navigate to)\b"
      r"|^(?:use|enter|type|open|edit|change|submit|log in with|try) (?:the|your|a|an)\b"
      r"|\bif you (?:\S+ ){1,10}?(?:the system|it|the portal|the form|e-leave|the app) (?:will |"
      r"would )?(?:skips?|approves?|accepts?|bypass\w*|lets? you|goes through|auto-?approves?|"
@@ -381,6 +388,8 @@ _GIVING_LEAD = re.compile(
     r"nevertheless|nonetheless|regardless|even so|since you asked|between (?:you and me|us)|"
     r"off the record|unofficially|hypothetically|strictly between us|do not tell anyone|"
     r"in theory|theoretically|in principle|for a story|for your story|fictionally|"
+    r"if (?:one|someone|somebody|anyone|anybody) (?:were|was|wanted|wished|happened|needed)"
+    r"(?: \w+){0,3}|(?:should|were) (?:one|someone|anyone) (?:want|wish|need|be)(?: \w+){0,3}|"
     r"fyi|for your information|just so you know|for the record|heads up|pro tip|"
     r"not that i am telling you|between ourselves|on the quiet|word to the wise|"
     r"just between us|in short|in brief|in a nutshell|basically|roughly|still|"
