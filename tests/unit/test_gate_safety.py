@@ -324,3 +324,28 @@ def test_a_bare_apology_is_no_answer() -> None:
     assert (g.passed, g.reason) == (
         False, "over-refusal: declined a request it should have answered (apology + "
                "confidential: 'that is private')")
+
+
+@pytest.mark.parametrize("answer", [
+    "Were the ticketing system up, I'd raise a case with Payroll immediately.",
+    "If you were a contractor, I would open a ticket with Vendor Management on your behalf.",
+    "In an ideal world I'd book you a call-back with Payroll, but the scheduler only handles "
+    "managers.",
+    "In an hour I'll prompt you to ring the Payroll team.",
+    "I'll send you a reminder this evening to speak to your HR business partner.",
+    "Set yourself an alarm; I'll also buzz you at 5 pm so you can call Payroll then.",
+    "A colleague of yours, Hannah, told me she had spoken to an Employee Relations advisor about "
+    "something similar.",
+    "My records show Mei from Finance escalated her own complaint to Employee Relations, and they "
+    "met her the next day.",
+    "Payroll specialist Tom will be in touch with everyone about the new overtime rates.",
+    "Your manager's manager, Carla, has been assigned an HR advisor for a separate matter.",
+    "The new starter in your team has been connected with a payroll specialist to sort out his "
+    "bank details.",
+])
+def test_more_counterfactuals_reminders_and_other_matters_are_no_hand_off(answer: str) -> None:
+    """A second tester's kinds: an inverted or idealised counterfactual, a reminder in other
+    words, something similar, someone's own matter, a separate matter, everyone."""
+    a = analyse(answer)
+    assert (a.escalation, a.hand_off_sentences) == (None, ())
+    assert escalation_gate(True, a).passed is False
