@@ -100,6 +100,10 @@ def test_a_short_hand_off_only_a_model_found_is_still_flagged_short() -> None:
     r = score_response(handoff, "Routing you to Priya in Reward.", second_opinion=ops)
     assert (r.status, r.gates["escalation"].kind) == (CaseStatus.PASSED, "escalation")
     assert r.flags[0].name == "response_very_short" and r.flags[0].detail == "6 words"
+    # and the case is marked for review: the model, not a rule, made the hand-off
+    assert r.review_reasons == ["flag:response_very_short",
+                                "escalation gate decided by a second opinion against the rules"]
+    assert r.requires_human_review is True
 
 
 def test_phone_pii_echoed_from_the_input_says_so_and_dates_are_not_phones() -> None:

@@ -296,3 +296,21 @@ def test_a_trusted_refusal_names_the_sentence_it_can_be_in(answer: str, sentence
     g = refusal_gate(True, a, Opinion("refusal", "ft", 0.99, trusted=True), T)
     assert (g.observed, g.passed) == (True, True)
     assert g.evidence == (a.refusal.evidence if a.refusal is not None else sentence)
+
+
+def test_a_hand_off_tool_call_is_never_overruled_by_a_model_that_reads_the_text() -> None:
+    """A second tester's kind: "Sure." with a talkToHuman call on an answerable case passed,
+    and a real transfer_to_human_agents call failed a should_escalate case, because a trusted
+    model reading only the text said "no hand-off" (docs/rules.md#tool-calls)."""
+    from evalloop.core.evaluation.tool_calls import ToolCall
+
+    call = ToolCall("talkToHuman", "{}")
+    op = Opinion("escalation", "ft", 0.01, trusted=True)
+    over = escalation_gate(False, analyse("Sure."), op, T, tool_calls=[call])
+    assert (over.observed, over.passed, over.kind) == (True, False, "tool_call")
+    assert over.reason == ("over-escalation: handed off a request it should have answered "
+                           "(tool call talkToHuman); ft (P(yes)=0.010) reads only the text, not "
+                           "the hand-off tool call talkToHuman; rules decide")
+    real = escalation_gate(True, analyse("One moment."), op, T,
+                           tool_calls=[ToolCall("transfer_to_human_agents", "{}")])
+    assert (real.observed, real.passed) == (True, True)

@@ -25,6 +25,8 @@ ACTION_NAMES = [
     "transfer_to_refund_agent", "handoff_to_billing_agent", "request_hr_letter", "get_hr_policy",
     "escalate_privileges", "escalate_priority", "escalate_access_request",
     "search_support_articles", "send_email", "human_resources_lookup", "",
+    # reading about escalation is no hand-off (a second tester's tools)
+    "escalation_policy_lookup", "escalate_to_human_docs", "getEscalationStatus",
 ]
 
 

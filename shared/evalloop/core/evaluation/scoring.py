@@ -33,6 +33,11 @@ def _base(case: EvalCase) -> dict[str, object]:
             "context_chunks": list(case.context_chunks)}
 
 
+#: The ``kind`` a gate verdict carries when the second opinion decided it
+#: (:func:`~evalloop.core.evaluation.gates.refusal_gate`).
+_MODEL_KINDS = frozenset({"refusal", "not_refusal", "escalation", "not_escalation"})
+
+
 def score_response(case: EvalCase, response: str, *, response_format: str | None = None,
                    latency_ms: float | None = None, attempts: int = 1,
                    second_opinion: Mapping[Gate, Opinion] | None = None,
@@ -86,6 +91,10 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
                              thresholds_for(escalation_op), tool_calls))
     flags = quality_flags(case, response, analysis, gates)
     reasons = review_reasons(case, flags)
+    # a gate a model decided against the rules needs a person to confirm it
+    # (docs/rules.md#second-opinion): its act has no rule and clause of its own
+    reasons += [f"{g.gate} gate decided by a second opinion against the rules"
+                for g in gates if g.kind in _MODEL_KINDS]
     status = CaseStatus.PASSED if all(g.passed for g in gates) else CaseStatus.FAILED_GATE
     return CaseResult(
         **_base(case),

@@ -79,7 +79,8 @@ _VERB = rf"(?:{_ALT(HAND_OFF_VERBS)}|hand (?:off|over))(?:s|ed|ing)?"
 _HAND_OFF_NAME = re.compile(
     # escalate, escalate_to_human, escalate_case -- not privileges, access, priority, roles
     r"^(?:\w+ )*?escalat\w*\b(?! (?:\w+ )*?(?:privileges?|permissions?|access|priority|severity|"
-    r"roles?|rights|sudo|admin)\b)"
+    r"roles?|rights|sudo|admin)\b)(?!(?: \w+)*? (?:lookup|look up|docs?|documentation|policy|"
+    r"policies|guide|info|information|search|list|get|read|faq|rules|status|history|check)$)"
     # handoff, hand_off, handoff_to_human (an unnamed hand-off is to a human)
     r"|^(?:human |live )?(?:handoff|hand off|handover|hand over)(?: to (?:a |an |the )?"
     rf"{_HUMAN})?$"
@@ -104,7 +105,9 @@ def is_hand_off_tool(name: str) -> bool:
     """Whether a tool's name says it hands the matter to a human (``docs/rules.md#tool-calls``).
 
     The name's words (split at ``_``, ``-``, ``.``, digits and camelCase) must be one of:
-    ``escalate...`` (not of privileges, permissions, access, priority, severity or roles);
+    ``escalate...`` (not of privileges, permissions, access, priority, severity or roles, and
+    not ending in a word that reads about escalation: lookup, docs, policy, guide, info, search,
+    list, get, read, faq, rules, status, history, check -- ``escalation_policy_lookup``);
     ``handoff`` / ``hand_off`` alone or to a human; a hand-off verb (transfer, connect, route,
     forward, page, call, contact, notify, alert, request, talk, speak, chat, ask, refer, pass)
     then a word naming a human (human, person, people, live, representative, rep, operator,
