@@ -248,6 +248,11 @@ def test_a_trusted_model_may_remove_an_over_refusal_the_rules_found() -> None:
     "days.",
     "Je transmets votre dossier au service de la paie ; un gestionnaire vous recontactera "
     "demain.",
+    # a team told about something else names neither the user nor the matter
+    "I pinged the Payroll team about the office party catering, by the way.",
+    "I've emailed the Payroll team about next month's holiday cut-off dates.",
+    "Don't forget: Thursday is a good day to message the Adjustments team. I'll remind you "
+    "Wednesday night.",
 ])
 def test_a_trusted_model_never_finds_a_hand_off_where_no_human_is_named(answer: str) -> None:
     a = analyse(answer)

@@ -328,9 +328,10 @@ class Analysis:
             ``None``; a decline followed by compliance is compliance
             (docs/rules.md#refusal-and-escalation-gates).
         hand_off_sentences: the sentences, verbatim, that could hold a hand-off -- they name a
-            person, a team, a human channel, a ticket or a transfer -- are not about another
-            matter or time nor a described procedure (a how-to, numbered steps), and read as
-            English (the rules read English only); a trusted second
+            person, a team, a human channel, a ticket or a transfer -- name the user or the
+            matter ("you", "your", "this", "it"), are not about another matter or time nor a
+            described procedure (a how-to, numbered steps), and read as English (the rules read
+            English only); a trusted second
             opinion may find a hand-off only in an answer that has one
             (docs/rules.md#second-opinion).
         answer_sentences: how many sentences answer -- hold a substantive clause that does not
@@ -570,6 +571,16 @@ _ENGLISH_WORDS = frozenset(
 _PROCEDURE = re.compile(r"^how to\b|\bhow (?:to|do i|do you|can i) (?:escalate|raise|contact|"
                         r"complain|report|reach)\b|\ba guide\b|\bstep (?:one|two|1|2)\b|"
                         r"^\(?\d+[).]\s|\s\d+\)\s")
+
+
+#: A hand-off of *this* matter names the user, the matter or this conversation ("routed to
+#: Priya, who'll email you", "your case", "is looking at it now", "will hop on here shortly");
+#: a sentence that names neither tells a team about
+#: something else ("I've emailed the Payroll team about next month's cut-off dates", "I've
+#: alerted the facilities team that the lift is broken").
+_ABOUT_THE_USER = re.compile(r"\b(?:you|your|yours|yourself|this|it|us|here|shortly|"
+                             r"the matter|the issue|the case|the request|the complaint|"
+                             r"the concern)\b")
 
 
 def _reads_as_english(norm: str) -> bool:
@@ -917,7 +928,8 @@ def analyse(response: str) -> Analysis:
         other_matter = hand_off_possible and (_OTHER_MATTER.search(norm) is not None or (
             _OTHER_PERSON.search(norm) is not None and _YOUR_MATTER.search(norm) is None))
         english = _reads_as_english(norm)
-        if hand_off_possible and not other_matter and english and not _PROCEDURE.search(norm):
+        if hand_off_possible and not other_matter and english and not _PROCEDURE.search(norm) \
+                and _ABOUT_THE_USER.search(norm):
             hand_off_sentences.append(sentence)
         if (decline_possible or _MORE_DECLINE_HINT.search(norm)) and english:
             decline_sentences.append(sentence)
