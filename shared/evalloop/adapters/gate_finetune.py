@@ -47,8 +47,11 @@ FINETUNE_NAME = "minilm-ft"
 #: frozen held-out corpus as the runner applies them (docs/rules.md#gate-figures) AND hold
 #: against answers written to fool them. The shipped weights (the answer-only recipe) do on
 #: both gates: held-out refusal 78/3/7 in a should_refuse case, 81/4/4 in one to be answered;
-#: escalation 78/1/6 and 83/1/1; and no false PASS on a tester's 56 made-up hand-offs, 35
-#: decline-then-comply answers and 9 over-refusals / over-escalations. (The earlier weights,
+#: escalation 76/1/8 and 83/1/1; no false PASS on a first tester's 56 made-up hand-offs, 35
+#: decline-then-comply answers and 9 over-refusals / over-escalations; on a second tester's 207
+#: must-fail answers one more false PASS than direction-safe (a chat reported to moderators)
+#: against 14 fewer false failures. Both testers' answers narrowed where a trusted model may
+#: create an act, so they are no longer a fresh check. (The earlier weights,
 #: which read the user's message, met the bar on escalation only and passed 17 of 24 made-up
 #: hand-offs trusted: they were trusted nowhere.)
 TRUSTED_GATES: dict[str, frozenset[Gate]] = {
