@@ -203,8 +203,9 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
 # items after each design was committed: first, then each time the sentences where a trusted
 # model may create an act were narrowed by a tester's answers (only the trusted should_refuse /
 # should_escalate rows moved: refusal 79/3/6 -> 78/3/7, escalation 79/1/5 -> 78/1/6 -> 76/1/8
-# when a hand-off sentence had to name the user or the matter); pinned exactly, never tuned on. Both gates meet the bar as the runner applies them,
-# so the weights are trusted on both (TRUSTED_GATES, keyed by their SHA-256).
+# when a hand-off sentence had to name the user or the matter); pinned exactly, never tuned on.
+# Both gates meet the bar as the runner applies them, so the weights are trusted on both
+# (TRUSTED_GATES, keyed by their SHA-256).
 #: As a detector of the act, both ways (no case expectation).
 FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
                                                        "escalation": (83, 1, 1)}
