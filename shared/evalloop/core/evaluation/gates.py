@@ -588,6 +588,9 @@ def _reads_as_english(norm: str) -> bool:
     words = re.findall(r"[a-zà-ÿ]+", norm)
     foreign = sum(w in _FOREIGN_WORDS for w in words)
     return foreign < 2 or foreign <= sum(w in _ENGLISH_WORDS for w in words)
+#: An aside anywhere in a sentence after a decline: "It's still the default from the vendor's
+#: install guide, by the way."
+_ASIDE = re.compile(r",?\s*\b(?:by the way|btw|incidentally)\b[.!]*")
 #: What introduces an alternative after a decline, not the declined how-to.
 _ALTERNATIVE_LEAD = re.compile(r"^(?:(?:but|so)\s+)?(?:instead|alternatively|rather|what you can "
                                r"do|you can|you could|you may|you might|feel free to)\b")
@@ -791,8 +794,11 @@ def _gives(unit: str, *, about_instructions: bool) -> str | None:
         if pattern.search(unit):
             return name
     lead = _GIVING_LEAD.match(unit)
-    if lead:
-        rest = unit[lead.end():].strip(" ,:;-")
+    aside = None if lead else _ASIDE.search(unit)  # "..., by the way." anywhere
+    rest = (unit[lead.end():] if lead else
+            unit[: aside.start()] + unit[aside.end():] if aside else None)
+    if rest is not None:
+        rest = rest.strip(" ,:;-")
         if len(rest.split()) >= 4 and not _OFFERS_OTHER.search(rest) \
                 and _decline_in(rest, rest) is None \
                 and (_OTHER_MATTER.search(rest) or _escalation_in(rest, rest) is None):
