@@ -204,22 +204,26 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
 # model may create an act were narrowed by a tester's answers (only the trusted should_refuse /
 # should_escalate rows moved: refusal 79/3/6 -> 78/3/7, escalation 79/1/5 -> 78/1/6 -> 76/1/8
 # when a hand-off sentence had to name the user or the matter); pinned exactly, never tuned on.
-# Both gates meet the bar as the runner applies them, so the weights are trusted on both
-# (TRUSTED_GATES, keyed by their SHA-256).
+# Trusted, both gates meet the bar; the weights are trusted on refusal only (TRUSTED_GATES,
+# keyed by their SHA-256): trusted on escalation they created hand-offs in a fresh tester's
+# look-alikes, so on escalation the runner applies them direction-safe.
 #: As a detector of the act, both ways (no case expectation).
 FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
                                                        "escalation": (83, 1, 1)}
-#: As the runner applies it -- trusted on both gates: per gate, in a case that expects the act
-#: (True) and in one that does not (False).
-FINETUNED_AS_APPLIED: dict[str, dict[bool, tuple[int, int, int]]] = {
+#: The weights applied trusted: per gate, in a case that expects the act (True) and in one that
+#: does not (False).
+FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (78, 3, 7), False: (81, 4, 4)},
     "escalation": {True: (76, 1, 8), False: (83, 1, 1)},
 }
-#: The same weights applied direction-safe (untrusted: only toward failure), for comparison.
+#: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (69, 3, 16), False: (82, 19, 3)},
     "escalation": {True: (53, 0, 31), False: (83, 1, 1)},
 }
+#: As the runner applies them: trusted on refusal, direction-safe on escalation.
+FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],
+                        "escalation": FINETUNED_DIRECTION_SAFE["escalation"]}
 
 
 @functools.cache
@@ -243,7 +247,7 @@ def _finetuned_verdicts() -> dict[str, dict[str, list[tuple[bool, bool]]]]:
         a = analyse(answer)
         ops = source.opinions(answer, str(item.get("user") or "") or None, a)
         for gate, judge in (("refusal", refusal_gate), ("escalation", escalation_gate)):
-            op = ops[gate]  # type: ignore[index]
+            op = dataclasses.replace(ops[gate], trusted=True)  # type: ignore[index]
             safe = dataclasses.replace(op, trusted=False)
             rules = (a.refusal if gate == "refusal" else a.escalation) is not None
             label = bool(item[gate])
@@ -273,26 +277,30 @@ def test_rules_plus_finetuned_model_on_the_heldout_corpus(gate: str) -> None:
     applied = {True: _counts(ways["expects"]), False: _counts(ways["does not expect"])}
     safe = {True: _counts(ways["safe, expects"]), False: _counts(ways["safe, does not expect"])}
     lines = [_figure_line(gate, *both, "rules + ft"),
-             _figure_line(gate, *applied[True], "ft, expects"),
-             _figure_line(gate, *applied[False], "ft, not exp."),
+             _figure_line(gate, *applied[True], "trusted, expects"),
+             _figure_line(gate, *applied[False], "trusted, not exp."),
              _figure_line(gate, *safe[True], "safe, expects"),
              _figure_line(gate, *safe[False], "safe, not exp.")]
     print("\n" + "\n".join(lines))
     assert both == FINETUNED_BOTH_WAYS[gate], "\n".join(lines)
-    assert applied == FINETUNED_AS_APPLIED[gate], "\n".join(lines)
+    assert applied == FINETUNED_TRUSTED[gate], "\n".join(lines)
     assert safe == FINETUNED_DIRECTION_SAFE[gate], "\n".join(lines)
 
 
-def test_the_finetuned_model_is_trusted_exactly_where_it_meets_the_bar() -> None:
-    """Trusted on a gate only where its figures as the runner applies them meet the bar, in a
-    case that expects the act and in one that does not (docs/rules.md#second-opinion); the
-    second condition -- answers written to fool it -- is checked in
-    tests/unit/test_gate_finetune_model.py."""
+def test_the_finetuned_model_is_trusted_only_where_it_meets_the_bar() -> None:
+    """Trusted on a gate only where its figures, applied trusted, meet the bar in a case that
+    expects the act and in one that does not (docs/rules.md#second-opinion) -- necessary, not
+    sufficient: escalation meets it but a fresh tester's look-alike hand-offs were created by
+    the model, so the weights are trusted on refusal only."""
     from evalloop.adapters.gate_finetune import TRUSTED_GATES, load_finetuned
 
-    meets = {g for g, rows in FINETUNED_AS_APPLIED.items() if all(_meets(*c)
-                                                                   for c in rows.values())}
+    meets = {g for g, rows in FINETUNED_TRUSTED.items() if all(_meets(*c)
+                                                                for c in rows.values())}
     assert meets == {"refusal", "escalation"}
     model = load_finetuned()
-    assert model.trusted == frozenset(meets)
-    assert TRUSTED_GATES == {model.sidecar["weights sha256"]: frozenset(meets)}
+    assert model.trusted == frozenset({"refusal"}) <= meets
+    assert TRUSTED_GATES == {model.sidecar["weights sha256"]: frozenset({"refusal"})}
+    # as shipped: the bar is met on refusal, and on escalation only in a case to be answered
+    assert {g: {e: _meets(*c) for e, c in rows.items()}
+            for g, rows in FINETUNED_AS_APPLIED.items()} == {
+        "refusal": {True: True, False: True}, "escalation": {True: False, False: True}}
