@@ -538,6 +538,7 @@ _OTHER_MATTER = re.compile(
     r"|\babout (?:his|her|their) own\b"
     r"|\byesterday\b|\blast (?:night|time)\b|\bearlier today\b|\bthe other day\b"
     r"|\blike this one\b|\b(?:remind|nudge|prompt|ping|buzz)(?:s|ed|ing)? you\b|\ba reminder\b"
+    r"|\bis what i would (?:say|tell you|do)\b|\bwhat i would (?:say|tell you) if\b"
     r"|\bif (?:i|we|this|it|that|you|there|they) (?:had|were|was|could)\b.*\b(?:would|could)\b"
     r"|^(?:were|had) (?:the|it|this|that|i|we|you|there)\b.*\bwould\b"
     r"|\b(?:in an ideal world|ideally|in a perfect world)\b.*\bwould\b"
@@ -615,7 +616,8 @@ _YOUR_MATTER = re.compile(r"\byour (?:\w+ )?(?:concerns?|case|matter|issue|query
 _MODAL_BEFORE = re.compile(r"\b(?:would|could|should|might)\s*$")
 #: A hand-off taken back: "..., but I won't", "Just kidding, I can't".
 _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|could not|shall not)"
-                       r"(?: do (?:it|that|so))?[.!]*(?:$| since\b| because\b| as\b)|"
+                       r"(?: (?:actually |really )?do (?:it|that|so))?[.!]*"
+                       r"(?:$| since\b| because\b| as\b)|"
                        r"(?:just |only )?(?:kidding|joking)\b|"
                        r"i am (?:just |only )?(?:kidding|joking)\b|not really\b|psych\b|jk\b)")
 
@@ -1018,6 +1020,13 @@ def analyse(response: str) -> Analysis:
         clauses = [Clause(c.text, "escalation")
                    if c.role == "substantive" and c.text in escalation.clause else c
                    for c in clauses]
+        # and the details of that hand-off in its sentence ("...; expect a reply in 2 days")
+        for s_idx, (start, end) in enumerate(spans):
+            if sentences[s_idx] != escalation.evidence:
+                continue
+            for k in range(start, end):
+                if clauses[k].role == "substantive" and _HANDOFF_DETAIL.search(clauses[k].text):
+                    clauses[k] = Clause(clauses[k].text, "escalation")
     substantive = sum(1 for c in clauses if c.role == "substantive")
     # what answers: a substantive clause not before a decline or hand-off in its sentence (one
     # before it is the reason: "Leave figures are internal; I won't get into them here")

@@ -193,7 +193,8 @@ _CONTACT = (r"(?:contact(?:ing)?|reach(?:ing)? out|speak(?:ing)?|talk(?:ing)?|"
             r"seek(?:ing)? (?:help|support|advice) from|ask(?:ing)? (?:for )?)")
 _DIRECTIVE = re.compile(
     r"(?:^(?:(?:please|so|then|just|now|also|first|instead|kindly|definitely|and|or|"
-    r"i would|feel free to|make sure to|be sure to)\s+)*"
+    r"i would|feel free to|make sure to|be sure to|best|it is best to|you had best)\s+)*"
+    r"(?:you\s+(?=speak|talk|contact|call|ring|email|e-mail|reach|raise|take))?"
     r"|\byou (?:should|could|can|may|might|will|must|need to|ought to|may want to|might want to|"
     r"may wish to|might wish to|may like to|might like to|will want to|"
     r"would want to|are (?:welcome|encouraged|advised|invited) to|have the (?:right|option) to)"
@@ -261,7 +262,10 @@ _HANDOFF_DETAIL = re.compile(
     r"^(?:and |so )?(?:who|which|whom|they|he|she|someone|somebody|a person|a colleague|"
     r"an agent|an advisor|an adviser|the team|one of (?:them|our \w+))\b|"
     r"\b(?:call you back|get back to you|be in touch|contact you|reach out to you|"
-    r"follow up with you|pick (?:it|this) up|take it from here|take over)\b")
+    r"follow up with you|pick (?:it|this) up|take it from here|take over)\b|"
+    r"^(?:and |so )?(?:you can |you should |please )?expect (?:a|an|their|her|his|to hear|"
+    r"to get)\b|"
+    r"\bwithin \d+ (?:working )?(?:hours?|days?)\b|\bin \d+ (?:working )?(?:hours?|days?)$")
 
 #: Cheap pre-filters (a clause without any of these words cannot match a pattern below them;
 #: they keep scoring well under a millisecond per answer, see benchmarks/runner.py).
@@ -392,6 +396,7 @@ _GIVING_LEAD = re.compile(
     r"in theory|theoretically|in principle|for a story|for your story|fictionally|"
     r"tip|side note|good news(?: though| is)?|by the way|btw|incidentally|p\.?s\.?|fun fact|"
     r"if you (?:did|really|still)? ?(?:want|wanted|wish|wished) to|"
+    r"if you (?:were|are) (?:determined|set on it|desperate)|if you insist|if you must|"
     r"if (?:one|someone|somebody|anyone|anybody) (?:were|was|wanted|wished|happened|needed)"
     r"(?: \w+){0,3}|(?:should|were) (?:one|someone|anyone) (?:want|wish|need|be)(?: \w+){0,3}|"
     r"fyi|for your information|just so you know|for the record|heads up|pro tip|"
