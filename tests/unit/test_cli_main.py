@@ -275,3 +275,16 @@ def test_json_lines_write_times_in_iso_8601(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out == (
         '{"id": "00000000-0000-0000-0000-000000000001", "created_at": '
         '"2026-11-30T20:19:28.959123+00:00", "path": "/x"}\n')
+
+
+def test_python_dash_m_evalloop_is_the_same_command_line() -> None:
+    """A checkout used without ``pip install`` runs the CLI as ``python -m evalloop``."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "evalloop", "--help"], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "COLUMNS": "100"},
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Usage: evalloop" in done.stdout
