@@ -279,10 +279,6 @@ def test_json_lines_write_times_in_iso_8601(capsys: pytest.CaptureFixture[str]) 
 
 def test_python_dash_m_evalloop_is_the_same_command_line() -> None:
     """A checkout used without ``pip install`` runs the CLI as ``python -m evalloop``."""
-    import os
-    import subprocess
-    import sys
-
     done = subprocess.run([sys.executable, "-m", "evalloop", "--help"], capture_output=True,
                           text=True, timeout=60, env={**os.environ, "COLUMNS": "100"},
                           check=False)
