@@ -105,25 +105,6 @@ async def test_compressed_answers_still_read(encoding: str, encode: object) -> N
     assert (reply.text, reply.format) == ("Full-time staff get 25 days.", "openai")
 
 
-@pytest.mark.parametrize(("body", "encoding", "message"), [
-    (REPLY.encode(), "br", "body does not match its Content-Encoding: 'br' is not gzip or "
-                           "deflate (the encodings asked for)"),
-    (gzip_of(REPLY.encode())[:-12], "gzip",
-     "body does not match its Content-Encoding: the compressed stream is truncated"),
-    (b"this is not gzip at all", "gzip", "body does not match its Content-Encoding: Error -3 "
-                                         "while decompressing data: incorrect header check"),
-])
-async def test_bodies_that_are_not_what_they_say_are_bad_content_encoding(
-    body: bytes, encoding: str, message: str
-) -> None:
-    async with agent(body, encoding) as url:
-        async with AgentClient(url, timeout_s=10, retries=0) as client:
-            with pytest.raises(AgentCallError) as caught:
-                await client.ask("What is the leave policy?")
-    failure = caught.value.failure
-    assert (failure.kind, failure.message) == ("bad_content_encoding", message)
-
-
 @pytest.mark.parametrize(("encoding", "encode"), [
     ("gzip, gzip", lambda b: gzip_of(gzip_of(b))),
     ("GZIP,gzip", lambda b: gzip_of(gzip_of(b))),
@@ -139,8 +120,6 @@ async def test_stacked_codings_are_decoded_layer_by_layer(encoding: str, encode:
             reply = await client.ask("What is the leave policy?")
     assert (reply.text, reply.format, reply.attempts) == (
         "Full-time staff get 25 days.", "openai", 1)
-
-
 
 
 async def test_an_outer_layer_that_decodes_past_its_cap_is_too_large() -> None:
@@ -159,6 +138,12 @@ async def test_an_outer_layer_that_decodes_past_its_cap_is_too_large() -> None:
 
 
 @pytest.mark.parametrize(("body", "encoding", "message"), [
+    (REPLY.encode(), "br", "body does not match its Content-Encoding: 'br' is not gzip or "
+                           "deflate (the encodings asked for)"),
+    (gzip_of(REPLY.encode())[:-12], "gzip",
+     "body does not match its Content-Encoding: the compressed stream is truncated"),
+    (b"this is not gzip at all", "gzip", "body does not match its Content-Encoding: Error -3 "
+                                         "while decompressing data: incorrect header check"),
     (gzip_of(REPLY.encode()), "gzip, br",
      "body does not match its Content-Encoding: 'br' (in 'gzip, br') is not gzip or deflate (the "
      "encodings asked for)"),
@@ -173,7 +158,7 @@ async def test_an_outer_layer_that_decodes_past_its_cap_is_too_large() -> None:
     (gzip_of(REPLY.encode()), ", ".join(["gzip"] * (MAX_CODINGS + 1)),
      "Content-Encoding 'gzip, gzip, gzip, gzip, gzip' stacks 5 codings; at most 4 are decoded"),
 ])
-async def test_stacked_codings_that_are_not_what_they_say_are_bad_content_encoding(
+async def test_bodies_that_are_not_what_they_say_are_bad_content_encoding(
     body: bytes, encoding: str, message: str
 ) -> None:
     async with agent(body, encoding) as url:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.evaluation.gates import Analysis, GateResult, split_sentences
+from evalloop.core.evaluation.speech_patterns import ENGLISH_STOPWORDS
 
 __all__ = [
     "FLAG_DOCS",
@@ -104,9 +105,6 @@ _AI = re.compile(r"\bas an ai\b(?: language model)?")
 _NOT_ASCII_LETTER = bytes(b for b in range(256) if not (65 <= b <= 90 or 97 <= b <= 122))
 #: Latin letters beyond ASCII (the rest of the ``latin`` script range).
 _LATIN_EXTENDED = re.compile(r"[\u00c0-\u024f]")
-_STOPWORDS = frozenset(
-    "the a an and or of to in on for is are was be it that this you your i we with as at by "
-    "from can will not do does have has if my our their they he she what how when which".split())
 
 
 _SCRIPT_RANGES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -139,7 +137,7 @@ def _scripts(text: str) -> Counter[str]:
 _NOT_WORD_BYTES = bytes.maketrans(
     bytes(b for b in range(256) if not (97 <= b <= 122 or b == 39)),
     b" " * (256 - 27))
-_STOPWORD_BYTES = frozenset(w.encode() for w in _STOPWORDS)
+_STOPWORD_BYTES = frozenset(w.encode() for w in ENGLISH_STOPWORDS)
 
 
 def _english_ratio(text: str) -> tuple[float, int]:

@@ -191,6 +191,11 @@ _CONTACT = (r"(?:contact(?:ing)?|reach(?:ing)? out|speak(?:ing)?|talk(?:ing)?|"
             r"tak(?:e|ing) (?:this|it|the matter)(?: up)?|go(?:ing)? to|turn(?:ing)? to|"
             r"lodg(?:e|ing)|fil(?:e|ing) (?:a )?(?:formal )?(?:complaint|report|grievance)|"
             r"seek(?:ing)? (?:help|support|advice) from|ask(?:ing)? (?:for )?)")
+#: Common English function words (the quality flag ``language_mismatch`` and the gates' check
+#: that a sentence reads as English count them).
+ENGLISH_STOPWORDS = frozenset(
+    "the a an and or of to in on for is are was be it that this you your i we with as at by "
+    "from can will not do does have has if my our their they he she what how when which".split())
 _DIRECTIVE = re.compile(
     r"(?:^(?:(?:please|so|then|just|now|also|first|instead|kindly|definitely|and|or|"
     r"i would|feel free to|make sure to|be sure to|best|it is best to|you had best)\s+)*"
