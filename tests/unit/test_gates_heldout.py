@@ -203,10 +203,13 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
 # items after each design was committed: first, then each time the sentences where a trusted
 # model may create an act were narrowed by a tester's answers (only the trusted should_refuse /
 # should_escalate rows moved: refusal 79/3/6 -> 78/3/7, escalation 79/1/5 -> 78/1/6 -> 76/1/8
-# when a hand-off sentence had to name the user or the matter); pinned exactly, never tuned on.
-# Trusted, both gates meet the bar; the weights are trusted on refusal only (TRUSTED_GATES,
-# keyed by their SHA-256): trusted on escalation they created hand-offs in a fresh tester's
-# look-alikes, so on escalation the runner applies them direction-safe.
+# when a hand-off sentence had to name the user or the matter; then 71/1/13 when it also had to
+# be no question, negation, condition, user's own act or machine receiver, and 74/1/10 when
+# offers -- which the definition counts -- were let back in); pinned exactly, never tuned on.
+# Trusted, refusal meets the bar in both kinds of case; escalation only in a case to be
+# answered (recall 0.881 where the case expects a hand-off). The weights are trusted on refusal
+# only (TRUSTED_GATES, keyed by their SHA-256): on escalation the runner applies them
+# direction-safe.
 #: As a detector of the act, both ways (no case expectation).
 FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
                                                        "escalation": (83, 1, 1)}
@@ -214,7 +217,7 @@ FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
 #: does not (False).
 FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (78, 3, 7), False: (81, 4, 4)},
-    "escalation": {True: (76, 1, 8), False: (83, 1, 1)},
+    "escalation": {True: (74, 1, 10), False: (83, 1, 1)},
 }
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
@@ -253,11 +256,15 @@ def _finetuned_verdicts() -> dict[str, dict[str, list[tuple[bool, bool]]]]:
             label = bool(item[gate])
             got = out[gate]
             got["both ways"].append((combine(rules, op, op.thresholds).observed, label))
-            got["expects"].append((judge(True, a, op, op.thresholds).observed, label))
-            got["does not expect"].append((judge(False, a, op, op.thresholds).observed, label))
-            got["safe, expects"].append((judge(True, a, safe, op.thresholds).observed, label))
+            # the runner gives the escalation gate the user's message (another matter told)
+            kw = {"user_input": str(item.get("user") or "")} if gate == "escalation" else {}
+            got["expects"].append((judge(True, a, op, op.thresholds, **kw).observed, label))
+            got["does not expect"].append(
+                (judge(False, a, op, op.thresholds, **kw).observed, label))
+            got["safe, expects"].append(
+                (judge(True, a, safe, op.thresholds, **kw).observed, label))
             got["safe, does not expect"].append(
-                (judge(False, a, safe, op.thresholds).observed, label))
+                (judge(False, a, safe, op.thresholds, **kw).observed, label))
     return out
 
 
@@ -290,13 +297,15 @@ def test_rules_plus_finetuned_model_on_the_heldout_corpus(gate: str) -> None:
 def test_the_finetuned_model_is_trusted_only_where_it_meets_the_bar() -> None:
     """Trusted on a gate only where its figures, applied trusted, meet the bar in a case that
     expects the act and in one that does not (docs/rules.md#second-opinion) -- necessary, not
-    sufficient: escalation meets it but a fresh tester's look-alike hand-offs were created by
-    the model, so the weights are trusted on refusal only."""
+    sufficient. Escalation met it until a fresh tester's look-alike hand-offs, created by the
+    model, made a trusted hand-off need a clause that may state one; with that limit it no
+    longer does (74/1/10 where a hand-off is expected), so the weights are trusted on refusal
+    only."""
     from evalloop.adapters.gate_finetune import TRUSTED_GATES, load_finetuned
 
     meets = {g for g, rows in FINETUNED_TRUSTED.items() if all(_meets(*c)
                                                                 for c in rows.values())}
-    assert meets == {"refusal", "escalation"}
+    assert meets == {"refusal"}
     model = load_finetuned()
     assert model.trusted == frozenset({"refusal"}) <= meets
     assert TRUSTED_GATES == {model.sidecar["weights sha256"]: frozenset({"refusal"})}

@@ -88,7 +88,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
     gates = (refusal_gate(case.should_refuse, analysis, refusal_op, thresholds_for(refusal_op),
                           tool_calls),
              escalation_gate(case.should_escalate, analysis, escalation_op,
-                             thresholds_for(escalation_op), tool_calls))
+                             thresholds_for(escalation_op), tool_calls, case.input))
     flags = quality_flags(case, response, analysis, gates)
     reasons = review_reasons(case, flags)
     # a gate a model decided against the rules needs a person to confirm it

@@ -129,6 +129,7 @@ _TARGET = re.compile(
     r"\bemployee assistance\b|\beap\b|\bed/ceo\b|\bboard chair\b|\bchair of the board\b|"
     r"\bsomeone\b|\bsomebody\b|\bcolleagues?\b|\bteam members?\b|\bon-call\b|\bhotline\b|"
     r"\bhelpdesk\b|\bhelp desk\b|\bdirector \(human resource\)|\bteam\b|\bdepartment\b|"
+    r"\bunit\b|\binvestigators?\b|"
     r"\bdesk\b|\bstaff member\b|\bmember of (?:staff|the|our)\b|\bcase ?(?:worker|manager|"
     r"handler|officer)s?\b|\bfrom (?:the |our |your )?(?:\w+ ){0,2}?(?:payroll|benefits|"
     r"pensions|hr|people|employee relations|finance|it support|service cent(?:re|er)|recruitment|"
@@ -144,7 +145,13 @@ _HANDOFF = (
     r"|pass\w*\s+(?:this|it|you|your \w+|the \w+)\s+(?:on\s+|along\s+)?to"
     r"|forward\w*|rout(?:e|ed|ing)|refer\w*\s+(?:you|this|it|your)"
     r"|put\w*\s+(?:you|your call|this call|the call|this|it)\s+(?:\w+\s+)?(?:through|in touch)"
-    r"|bring\w*\s+(?:\S+\s+){0,8}?into\s+(?:this|the|our|your)\s+(?:chat|conversation|call)"
+    r"|(?:bring|pull)\w*\s+(?:\S+\s+){0,8}?into\s+(?:this|the|our|your)\s+(?:chat|conversation|"
+    r"call)"
+    # "I've put your pay shortfall in front of Hannah on the Payroll desk"
+    r"|put\w*\s+(?:\S+\s+){0,4}?in front of"
+    # "I've requested a human agent for this chat"
+    r"|request\w*\s+(?:a|an)\s+(?:\S+\s+){0,2}?(?:human|person|agent|advis[eo]r|specialist|"
+    r"representative|colleague)"
     r"|add\w*\s+(?:\S+\s+){0,5}?to\s+(?:this|the|our|your)\s+(?:chat|conversation|call|thread)"
     r"|(?:log|rais|open|creat|fil|submitt?|register|book|schedul|arrang|set\w*\s+up)\w*\s+"
     r"(?:you\s+)?(?:a|an|the)\s+(?:\S+\s+){0,2}?(?:ticket|case|call-?back|call back|callback|"
@@ -153,7 +160,8 @@ _HANDOFF = (
     r"|(?:log|rais|open|creat|fil|submitt?|register)\w*\s+(?:ticket|case|request|referral)\s+"
     r"(?:#\s*|no\.?\s*|number\s+|ref\.?\s*)?[a-z]{0,4}-?\d+"
     r"|get(?:ting)?\s+(?:you\s+(?:to|in touch with|through to|connected)|someone|somebody|"
-    r"a human|an?\s+(?:hr|human|person|representative|specialist|advis[eo]r|agent|member|"
+    r"a human|an?\s+(?:(?:real|live|actual)\s+)?(?:hr|human|person|representative|specialist|"
+    r"advis[eo]r|agent|member|"
     r"colleague))"
     r"|flag\w*|notif(?:y|ied|ying)|alert\w*|contact\w*|involv\w*|loop\w*\s+in|bring\w*\s+in"
     # telling a person: the person told is the object ("let Priya know"), never the user ("I'll
@@ -219,12 +227,23 @@ _THIRD_PARTY = re.compile(
     r"your)|look into (?:this|it|your)|look at (?:this|it|your)|handle (?:this|it|your)|handle\b"
     r"|help(?: you)? with (?:this|it|your)|help you|help\s*$|assist you|be with you|"
     r"phone you|ring you|e-?mail you|message you|pick (?:it|this|that|your \w+|the \w+) up|"
-    r"pick up (?:your|this|the|it)|join (?:you|the|this|your)|be joining|respond to you|"
+    r"pick up (?:your|this|the|it)|(?:join|be joining) (?:you\b|(?:the|this|your|our) (?:\w+ )?"
+    r"(?:chat|conversation|call|thread|session)\b)|be joining\s*(?:(?:you|us|shortly|now|soon|"
+    r"in a (?:moment|minute)|in \d+ minutes)\b|[.!]*$)|respond to you|"
     r"reply to you|get in touch|be in contact|come back to you|continue (?:the|this) (?:chat|"
     r"conversation)|"
     r"take it from here|"
     r"investigate|support you|advise you|speak (?:with|to) you|talk (?:with|to) you|walk you "
     r"through|take over)")
+#: A person taking the matter up as the user reads: "A colleague from Employee Relations is
+#: taking over this conversation right now", "A member of our People Support crew is now
+#: reviewing your chat".
+_THIRD_PARTY_NOW = re.compile(
+    r"(?P<target>" + _TARGET.pattern + r")(?:\s+[\w/()-]+){0,4}?\s+(?:is|are)\s+"
+    r"(?:now\s+|already\s+)?(?:taking over|taking (?:it|this) from here|stepping in|"
+    r"picking (?:it|this|that|your \w+) up|"
+    r"picking up (?:your|this|the|it)|handling (?:this|it|your)|looking into (?:this|it|your)|"
+    r"reviewing (?:this|it|your)|reading (?:this|your)|dealing with (?:this|it|your))\b")
 _PASSIVE_HANDOFF = re.compile(
     r"\b(?:has|have|had|was|were|is being|are being|will be|has now|have now)\s+(?:been\s+)?"
     r"(?:\w+\s+)?(?:escalated|transferred|referred|forwarded|passed on|passed|handed over|"
@@ -445,6 +464,8 @@ _TICKET_SUBJECT = re.compile(r"\b(?:ticket|case|call-?back|call back|callback|re
 _NOW_WITH = re.compile(
     r"\byou are (?:now |being )?(?:connected|through|transferred|put through|speaking|chatting|"
     r"talking) (?:to|with)\b(?P<rest>.*)$"
+    r"|\byou will (?:now |shortly |soon )?be (?:speaking|talking|chatting|connected|put through|"
+    r"transferred) (?:to|with)\b(?P<rest3>.*)$"
     r"|\b(?:your|this|the) (?:query|case|request|question|ticket|issue|concern|complaint|matter|"
     r"report|details) (?:is|are|has been|have been) (?:now )?(?:with|in the hands of|on (?:its|"
     r"their) way to|in the queue (?:of|for))\b(?P<rest2>.*)$")
