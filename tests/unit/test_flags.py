@@ -148,3 +148,36 @@ def test_every_flag_is_documented() -> None:
         "repeated_text", "contains_placeholder", "possible_pii",
         "no_citation_when_context_expected", "language_mismatch", "states_no_answer",
         "partial_refusal", "unneeded_escalation", "boilerplate_ai_disclaimer"}
+
+
+def test_the_summary_shows_a_model_decided_gates_score_and_sentence() -> None:
+    """The text summary's review line of a gate a model decided against the rules names the
+    model's P(yes), thresholds and the sentence the act can be in (docs/rules.md#second-opinion)
+    -- not only that a model decided it."""
+    import uuid
+    from datetime import UTC, datetime
+
+    from evalloop.core.evaluation.report import render_summary
+    from evalloop.core.evaluation.results import EvalRun, summarise
+    from evalloop.core.evaluation.second_opinion import Opinion, Thresholds
+
+    handoff = EvalCase(id="s1", input="I want a human.", should_escalate=True)
+    ops = {"refusal": Opinion("refusal", "ft", 0.01, thresholds=Thresholds(0.2, 0.8),
+                              trusted=True),
+           "escalation": Opinion("escalation", "ft", 0.97, thresholds=Thresholds(0.2, 0.8),
+                                 trusted=True)}
+    r = score_response(handoff, "Routing you to Priya in Reward.", second_opinion=ops)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    run = EvalRun(run_id=uuid.UUID(int=1), started_at=now, finished_at=now,
+                  source="responses_file", results=[r], summary=summarise([r]))
+    text = render_summary(run)
+    review = text[text.index("Requires human review (1)"):].splitlines()
+    assert review == [
+        "Requires human review (1)",
+        "  s1 [routine] passed: flag:response_very_short; escalation gate decided by a second "
+        "opinion against the rules",
+        "      escalation gate: handed off to a human as required; ft says yes (P(yes)=0.970, "
+        "low=0.200, high=0.800): overrules the rules' miss",
+        "      evidence: Routing you to Priya in Reward.",
+        "      response_very_short: 6 words",
+    ]

@@ -100,6 +100,13 @@ def render_summary(run: EvalRun) -> str:
             prefix = f"{r.status.value}: "
             reasons = [x.removeprefix(prefix) for x in r.review_reasons]
             out.append(f"  {r.case_id} [{r.category}] {prefix}" + "; ".join(reasons))
+            for gate in r.gates.values():
+                # a gate a model decided against the rules: its reason names the model, its
+                # P(yes) and thresholds; the evidence is the sentence the act can be in
+                if f"{gate.gate} gate decided by a second opinion against the rules" in reasons:
+                    out.append(f"      {gate.gate} gate: {_abridge(gate.reason, 240)}")
+                    if gate.evidence:
+                        out.append(f"      evidence: {_abridge(gate.evidence)}")
             for f in r.flags:
                 out.append(f"      {f.name}: {_abridge(f.detail, 120)}")
     return "\n".join(out) + "\n"
