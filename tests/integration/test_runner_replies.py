@@ -440,6 +440,9 @@ async def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
     assert "GATE: FAIL   passed 0/0 scored (n/a)\n  because: nothing was scored (0 of 3 cases)" \
         in text
     assert "Unscored (3)\n  r001 [routine]: no response for this id in the responses file" in text
+    # with nothing to score, the default second opinion is not even loaded (seconds saved)
+    assert s.second_opinion == "not loaded: no case had a response to score"
+    assert "second opinion: not loaded: no case had a response to score" in text
 
 
 async def test_an_unscored_refusal_or_escalation_case_fails_the_run(tmp_path: Path) -> None:

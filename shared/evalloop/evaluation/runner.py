@@ -153,7 +153,11 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     # the run's time includes loading the second opinion (seconds, once per process)
     started = datetime.now(UTC)
     # the first default load takes seconds (MiniLM + its adapters): off the event loop
-    opinion_source = await asyncio.to_thread(shared_default_opinions) \
+    # canned responses that match no case leave nothing to score: no model to load
+    nothing_to_score = not isinstance(source, AgentClient) and not any(c.id in source
+                                                                       for c in cases)
+    opinion_source = None if second_opinion == "default" and nothing_to_score else \
+        await asyncio.to_thread(shared_default_opinions) \
         if second_opinion == "default" else second_opinion
     results: list[CaseResult | None] = [None] * len(cases)
     queue = iter(enumerate(cases))
@@ -204,7 +208,9 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         eval_source=eval_source, agent_id=agent_id,
         golden_set_version_id=golden_set_version_id, job_id=job_id,
         results=done, summary=summarise(done).model_copy(
-            update={"second_opinion": _describe(opinion_source)}),
+            update={"second_opinion": "not loaded: no case had a response to score"
+                    if second_opinion == "default" and nothing_to_score
+                    else _describe(opinion_source)}),
     )
 
 
