@@ -22,7 +22,7 @@ Detection order (unless a ``hint`` forces one reader):
 1. **SSE** -- ``Content-Type: text/event-stream``, or a body whose first line is an SSE field
    (``data:``, ``event:``, ``id:``, ``retry:`` or a ``:`` comment). ``data: [DONE]`` ends the
    stream. Each event's data is read as an OpenAI chunk (choice **index 0 only**: ``n > 1``
-   streams interleave several choices; ``delta.content``, else ``delta.refusal``, or
+   streams interleave several choices; ``delta.content`` and ``delta.refusal``, or
    ``text``), an Anthropic stream event (``content_block_delta`` / ``text_delta``,
    ``content_block_start`` text; an ``error`` event is an error), an OpenAI Responses event
    (``response.output_text.delta``, ``response.refusal.delta``), a generic object (first string
@@ -31,8 +31,9 @@ Detection order (unless a ``hint`` forces one reader):
    (``ping``, ``message_start``, tool-call deltas...) are skipped.
 2. **JSON** -- ``Content-Type`` containing ``json``, or a body starting with ``{``, ``[`` or
    ``"``: an OpenAI chat completion (the choice whose ``index`` is 0, else the first one, as in
-   a stream: its ``message.content``, a string or a list of text parts; when the content is
-   null, ``message.refusal`` -- a decline is an answer; legacy ``text``), an Anthropic
+   a stream: its ``message.content``, a string or a list of text and refusal parts, and its
+   ``message.refusal`` -- a decline is an answer, alone when the content is null and after the
+   text when a reply has both; legacy ``text``), an Anthropic
    Message (``content`` is a list of blocks; the ``text``
    blocks are joined with ``\\n``), an OpenAI Responses object (the ``output_text`` parts of
    its ``message`` items), a JSON string, or any object with a top-level
@@ -322,7 +323,8 @@ def _parts_text(content: list[Any]) -> str:
     refusals = [p["refusal"] for p in content
                 if isinstance(p, dict) and p.get("type") == "refusal"
                 and isinstance(p.get("refusal"), str)]
-    return "\n".join(texts) if any(t.strip() for t in texts) else "\n".join(refusals)
+    # a reply with both says both: the text and the decline are scored together
+    return "\n".join(t for t in (*texts, *refusals) if t.strip())
 
 
 def _openai_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
@@ -355,8 +357,11 @@ def _openai(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
             text = content
         elif isinstance(content, list):
             text = _parts_text(content)
-        if not text.strip() and isinstance(message.get("refusal"), str):
-            text = message["refusal"]  # a decline through the refusal field is the answer
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            # a decline through the refusal field is the answer -- beside the text when a
+            # reply has both (the gates see what the text gives as well as the decline)
+            text = f"{text}\n{refusal}" if text.strip() else refusal
         if text.strip():
             return text, _openai_calls(message)
         what = "tool calls only" if message.get("tool_calls") or message.get("function_call") \
@@ -495,7 +500,7 @@ def _openai_chunk(obj: dict[str, Any], state: _StreamState) -> None:
                 state.call(("openai-function", 0), legacy.get("name"), legacy.get("arguments"))
             if isinstance(delta.get("content"), str):
                 state.pieces.append(delta["content"])
-            elif isinstance(delta.get("refusal"), str):
+            if isinstance(delta.get("refusal"), str):
                 state.pieces.append(delta["refusal"])  # a decline streamed as a refusal
         elif isinstance(choice.get("text"), str):
             state.pieces.append(choice["text"])  # legacy completions stream
