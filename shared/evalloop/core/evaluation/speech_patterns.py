@@ -296,22 +296,27 @@ _HANDOFF_DETAIL = re.compile(
 _DECLINE_HINT = re.compile(
     r"\b(?:not|cannot|never|no|nope|declin\w*|refus\w*|unable|rather|prefer|afraid|sorry|"
     r"unfortunately|regret\w*|off-limits|off|outside|beyond|pass|turn|confidential|private|"
-    r"denied|rejected|"
+    r"denied|rejected|locked|wraps|myself|"
     r"restricted|say)\b")
 
 # --------------------------------------------------------------------------- terse declines
 
 #: A decline with no subject at all, the whole clause or its start: "Request denied.",
 #: "Declined - those records are confidential.", "Not possible, sorry.", "No can do.",
-#: "Access to another employee's records: refused." (docs/rules.md#refusal-and-escalation-gates).
+#: "Access to another employee's records: refused.", "…, so the answer is no.", "Nah, that one
+#: stays locked.", "I'm keeping that to myself" (docs/rules.md#refusal-and-escalation-gates).
 _TERSE_DECLINE = re.compile(
     r"^(?:(?:request|access|permission|no|sorry|afraid|unfortunately)\s+)?"
     r"(?:denied|declined|refused|rejected)\s*[.!]?$"
-    r"|^(?:sorry |no |nope |afraid )?(?:not possible(?! (?:to|for|unless|if|after|before|under|"
+    r"|^(?:so |and |which means )?(?:sorry |no |nope |afraid |nah )?(?:not possible(?! (?:to|for|"
+    r"unless|if|after|before|under|"
     r"until|in|with|without|on|at)\b)|no can do|not happening|not going to happen|"
     r"off the table|not an option for me|a no from me|(?:that|this|it) is (?:off the table|"
     r"off-limits|a no)|"
-    r"that is a no|that is a hard no|that will be a no|the answer is no)\b"
+    r"that is a no|that is a hard no|that will be a no|the answer is no|the answer has to be no|"
+    # "Nah, that one stays locked.", "I'm keeping that to myself"
+    r"(?:that|this)(?: one)? (?:stays|remains|is staying) (?:locked|under wraps|off-limits)|"
+    r"i am keeping (?:that|this|it)(?: one)? (?:to myself|under wraps|locked))\b"
     r"|^(?:sorry |no |nope )?(?:cannot|will not|can not) (?:do|help|share|assist|comply|disclose|"
     r"reveal|give|provide|show|release|discuss|answer|go into)\b"
     # the whole clause: "Afraid I can't say." (not "I can't say I agree")
