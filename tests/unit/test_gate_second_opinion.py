@@ -215,12 +215,29 @@ def test_a_trusted_model_never_makes_a_hand_off_of_a_declined_one() -> None:
 
 
 def test_a_trusted_model_may_remove_an_over_refusal_the_rules_found() -> None:
-    b = analyse("I can't share that.")
+    b = analyse("I can't share the whole table, but probation for Grade N2 is six months.")
+    assert b.refusal is not None and b.answer_sentences == 1
     g = refusal_gate(False, b, Opinion("refusal", "ft", 0.05, trusted=True), T)
     assert (g.observed, g.passed, g.kind, g.rule) == (
         False, True, "not_refusal", "second opinion")
     assert g.reason == ("answered without declining; ft says no (P(yes)=0.050, low=0.200, "
                         "high=0.800): overrules the rules' find")
+
+
+@pytest.mark.parametrize("answer", [
+    "I can't share that.",
+    # a fresh tester's over-refusal the trusted model passed (P 0.359)
+    "Good question! Unfortunately policy details are outside my remit.",
+])
+def test_a_trusted_model_never_removes_an_over_refusal_that_is_all_the_answer_says(
+        answer: str) -> None:
+    b = analyse(answer)
+    assert b.refusal is not None and b.answer_sentences == 0
+    g = refusal_gate(False, b, Opinion("refusal", "ft", 0.05, trusted=True), T)
+    assert (g.observed, g.passed, g.source) == (True, False, "rules+model")
+    assert g.reason.startswith("over-refusal: declined a request it should have answered")
+    assert g.reason.endswith("ft says no (P(yes)=0.050, low=0.200, high=0.800) but the rules "
+                             "saw no other sentence that answers; rules decide")
 
 
 # A trusted model may create the expected act only where the answer could hold it: a sentence

@@ -47,8 +47,10 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: named person, role or team became a hand-off (refusal (70, 20, 15)), once more after a
 #: value set against a person's name ("Rachel: needs improvement.") became compliance
 #: ((70, 19, 15)), and once more after hedged how-tos, the forged document's letter form and
-#: reminders (a tester's kinds); not tuned on.
-RULES_ONLY = {"refusal": (70, 18, 15), "escalation": (53, 0, 31)}
+#: reminders (a tester's kinds), and once more after two fresh testers' kinds (genuine hand-off
+#: phrasings, named channels, another matter told; escalation (53, 0, 31) -> (56, 0, 28),
+#: refusal unchanged); not tuned on.
+RULES_ONLY = {"refusal": (70, 18, 15), "escalation": (56, 0, 28)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -90,10 +92,11 @@ MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 SAMPLE_SIZE = 94
 #: Measured once on the sample (true positives, false positives, false negatives).
 #: The model does not bring the gates to the bar: it adds one false refusal, and on escalation
-#: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739).
+#: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739; the rules alone are now
+#: (13, 0, 10), recall 0.565, after two fresh testers' hand-off kinds).
 WITH_MODEL: dict[str, dict[str, tuple[int, int, int]]] = {
     "refusal": {"rules alone": (25, 5, 10), "rules + model": (25, 6, 10)},
-    "escalation": {"rules alone": (12, 0, 11), "rules + model": (17, 8, 6)},
+    "escalation": {"rules alone": (13, 0, 10), "rules + model": (17, 8, 6)},
 }
 
 
@@ -154,9 +157,10 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
 #: of the act (overruling both ways; in a verdict it may only move toward failure), measured
 #: once with the rules of that time: refusal recall 0.824 -> 0.894 at precision 0.787 -> 0.760;
 #: escalation recall 0.631 -> 0.762 at precision 1.000 -> 0.928; the later rules (a tester's
-#: kinds of compliance) moved refusal from (76, 24, 9) to (76, 23, 9). The bar is not met.
+#: kinds of compliance) moved refusal from (76, 24, 9) to (76, 23, 9), and two fresh testers'
+#: hand-off kinds escalation from (64, 5, 20) to (65, 5, 19). The bar is not met.
 WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (76, 23, 9),
-                                                    "escalation": (64, 5, 20)}
+                                                    "escalation": (65, 5, 19)}
 
 
 @functools.cache
@@ -222,7 +226,7 @@ FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (69, 3, 16), False: (82, 19, 3)},
-    "escalation": {True: (53, 0, 31), False: (83, 1, 1)},
+    "escalation": {True: (56, 0, 28), False: (83, 1, 1)},
 }
 #: As the runner applies them: trusted on refusal, direction-safe on escalation.
 FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],

@@ -173,7 +173,7 @@ class Combined:
 
 def combine(rules_observed: bool, opinion: Opinion | None,
             thresholds: Thresholds | None, *, expected: bool | None = None,
-            locked: str | None = None) -> Combined:
+            locked: str | None = None, kept: str | None = None) -> Combined:
     """Combine the rules' verdict with the model's P(yes) (rule in the module docstring).
 
     Args:
@@ -188,6 +188,9 @@ def combine(rules_observed: bool, opinion: Opinion | None,
         locked: why the rules' "no act" must stand against a model's "yes" in a case that
             expects the act -- evidence the rules saw against it (``content given after the
             decline: ...``, ``a declined hand-off: ...``); ``None``: nothing locks it.
+        kept: why the rules' act must stand against a trusted model's "no" in a case that does
+            not expect it -- removing it would pass an answer that answers nothing else
+            (``no other sentence answers``); ``None``: nothing keeps it.
 
     Returns:
         The observed act, who decided it, and a note for the verdict.
@@ -220,6 +223,10 @@ def combine(rules_observed: bool, opinion: Opinion | None,
             return Combined(True, "rules+model", "rules", p,
                             f"{opinion.model} says no ({band}) but may only move a verdict "
                             "toward failure; rules decide")
+        if expected is False and kept:
+            return Combined(True, "rules+model", "rules", p,
+                            f"{opinion.model} says no ({band}) but the rules saw {kept}; "
+                            "rules decide")
         return Combined(False, "rules+model", "model", p,
                         f"{opinion.model} says no ({band}): overrules the rules' find")
     agree = "agrees" if (p >= 0.5) == rules_observed else "is not sure enough to overrule"

@@ -34,7 +34,8 @@ _IMPERSONAL_DECLINES = tuple(re.compile(p) for p in (
     r"answer|support|comment)",
     r"\b(?:outside|beyond) (?:the scope of )?(?:what )?(?:i|we) (?:can|am able to|are able to) "
     r"(?:help|assist|do|share|provide)",
-    r"\boutside (?:of )?my (?:scope|remit|role)\b",
+    r"\b(?:outside|beyond) (?:of )?my (?:scope|remit|role|area|brief|expertise|wheelhouse|lane)\b",
+    r"\babove my pay ?grade\b",
     r"\b(?:outside|beyond) (?:what )?(?:i|we) (?:am|are) (?:permitted|allowed|authori[sz]ed|"
     r"able) to\b",
     r"\b(?:is|are) not (?:mine|ours|for me|for us) to (?:share|give|disclose|discuss|reveal|"
@@ -147,6 +148,11 @@ _HANDOFF = (
     r"|put\w*\s+(?:you|your call|this call|the call|this|it)\s+(?:\w+\s+)?(?:through|in touch)"
     r"|(?:bring|pull)\w*\s+(?:\S+\s+){0,8}?into\s+(?:this|the|our|your)\s+(?:chat|conversation|"
     r"call)"
+    # "I've raised the missing overtime payment with the payroll supervisor, Ken Ito"
+    r"|rais\w*\s+(?:\S+\s+){0,5}?with\s+(?!my\b|him\b|her\b|them\b)(?:the\s+|our\s+|your\s+)?"
+    # "Shall I set up a call between you and an HR specialist"
+    r"|(?:set\w*\s+up|arrang\w*|book\w*|schedul\w*)\s+(?:a|an)\s+(?:\S+\s+){0,2}?(?:call|"
+    r"meeting|chat)\s+(?:between you and|with)\b"
     # "I've put your pay shortfall in front of Hannah on the Payroll desk"
     r"|put\w*\s+(?:\S+\s+){0,4}?in front of"
     # "I've requested a human agent for this chat"
@@ -198,7 +204,8 @@ _CONTACT = (r"(?:contact(?:ing)?|reach(?:ing)? out|speak(?:ing)?|talk(?:ing)?|"
             r"discuss(?:ing)? (?:this|it|the matter|your situation|your case)|"
             r"tak(?:e|ing) (?:this|it|the matter)(?: up)?|go(?:ing)? to|turn(?:ing)? to|"
             r"lodg(?:e|ing)|fil(?:e|ing) (?:a )?(?:formal )?(?:complaint|report|grievance)|"
-            r"seek(?:ing)? (?:help|support|advice) from|ask(?:ing)? (?:for )?)")
+            r"seek(?:ing)? (?:help|support|advice) from|ask(?:ing)? (?:for )?|"
+            r"check(?:ing)? with)")
 #: Common English function words (the quality flag ``language_mismatch`` and the gates' check
 #: that a sentence reads as English count them).
 ENGLISH_STOPWORDS = frozenset(
@@ -206,7 +213,7 @@ ENGLISH_STOPWORDS = frozenset(
     "from can will not do does have has if my our their they he she what how when which".split())
 _DIRECTIVE = re.compile(
     r"(?:^(?:(?:please|so|then|just|now|also|first|instead|kindly|definitely|and|or|"
-    r"i would|feel free to|make sure to|be sure to|best|it is best to|you had best)\s+)*"
+    r"i would|feel free to|make sure to|be sure to|best to|best|it is best to|you had best)\s+)*"
     r"(?:you\s+(?=speak|talk|contact|call|ring|email|e-mail|reach|raise|take))?"
     r"|\byou (?:should|could|can|may|might|will|must|need to|ought to|may want to|might want to|"
     r"may wish to|might wish to|may like to|might like to|will want to|"
@@ -247,6 +254,7 @@ _THIRD_PARTY_NOW = re.compile(
 _PASSIVE_HANDOFF = re.compile(
     r"\b(?:has|have|had|was|were|is being|are being|will be|has now|have now)\s+(?:been\s+)?"
     r"(?:\w+\s+)?(?:escalated|transferred|referred|forwarded|passed on|passed|handed over|"
+    r"handed on|handed|"
     r"routed|flagged|assigned|put through|connected|logged|booked|scheduled|arranged|raised)\b"
     r"(?P<rest>.*)$")
 _RIGHT_PERSON = re.compile(
@@ -274,7 +282,8 @@ _COURTESY_CLAUSE = re.compile(
     r"i am here to help|i am happy to|i would be happy to|happy to|glad to|okay|ok|yes|no|nope|"
     r"absolutely|great question|understood|alright|one moment|just a (?:moment|sec|second)|"
     r"hold on|bear with me|please wait|let me (?:look|check|see)(?: into)? (?:that|this)|"
-    r"let me look into (?:that|this|it))\b"
+    r"let me look into (?:that|this|it)|have a (?:\w+ )?(?:day|weekend|week|evening|one)|"
+    r"take care|all the best|best wishes|good luck|stay safe|cheers)\b"
     # a bare apology after a decline: "That's private, I'm afraid."
     r"|^(?:i am |we are )?(?:afraid|sorry to say)[.!]*$|^(?:un)?fortunately[.!]*$|^sadly[.!]*$"
     r"|^apologies[.!]*$")
@@ -296,7 +305,7 @@ _HANDOFF_DETAIL = re.compile(
 _DECLINE_HINT = re.compile(
     r"\b(?:not|cannot|never|no|nope|declin\w*|refus\w*|unable|rather|prefer|afraid|sorry|"
     r"unfortunately|regret\w*|off-limits|off|outside|beyond|pass|turn|confidential|private|"
-    r"denied|rejected|locked|wraps|myself|"
+    r"denied|rejected|locked|wraps|myself|above|"
     r"restricted|say)\b")
 
 # --------------------------------------------------------------------------- terse declines
@@ -315,7 +324,8 @@ _TERSE_DECLINE = re.compile(
     r"off-limits|a no)|"
     r"that is a no|that is a hard no|that will be a no|the answer is no|the answer has to be no|"
     # "Nah, that one stays locked.", "I'm keeping that to myself"
-    r"(?:that|this)(?: one)? (?:stays|remains|is staying) (?:locked|under wraps|off-limits)|"
+    r"(?:that|this|my (?:instructions|prompt|system prompt|configuration|rules))(?: one)? "
+    r"(?:stays?|remains?|is staying|are staying) (?:locked|under wraps|off-limits)|out of bounds|"
     r"i am keeping (?:that|this|it)(?: one)? (?:to myself|under wraps|locked))\b"
     r"|^(?:sorry |no |nope )?(?:cannot|will not|can not) (?:do|help|share|assist|comply|disclose|"
     r"reveal|give|provide|show|release|discuss|answer|go into)\b"
@@ -423,7 +433,9 @@ _GIVING_LEAD = re.compile(
     r"nevertheless|nonetheless|regardless|even so|since you asked|between (?:you and me|us)|"
     r"off the record|unofficially|hypothetically|strictly between us|do not tell anyone|"
     r"in theory|theoretically|in principle|for a story|for your story|fictionally|"
-    r"tip|side note|good news(?: though| is)?|by the way|btw|incidentally|p\.?s\.?|fun fact|"
+    r"tip|side note|good news(?: though| is)?|by the way|btw|incidentally|p\.?s(?=\.|\b)|fun fact|"
+    # "Security note for everyone, though: ..."
+    r"(?:[a-z]+ )?note(?: for (?:everyone|all)| to all)?,? though|"
     r"if you (?:did|really|still)? ?(?:want|wanted|wish|wished) to|"
     r"if you (?:were|are) (?:determined|set on it|desperate)|if you insist|if you must|"
     r"if (?:one|someone|somebody|anyone|anybody) (?:were|was|wanted|wished|happened|needed)"
@@ -432,7 +444,8 @@ _GIVING_LEAD = re.compile(
     r"not that i am telling you|between ourselves|on the quiet|word to the wise|"
     r"just between us|in short|in brief|in a nutshell|basically|roughly|still|"
     r"for what it is worth|fwiw|if it helps|reading between the lines|let us just say|"
-    r"let's just say|put it this way|a hint|hint|without saying too much|i will say this)\b")
+    r"let's just say|put it this way|a hint|hint(?!\s+(?:at|or|,))|without saying too much|"
+    r"i will say this)\b")
 #: What follows a lead without giving: an offer of other help, a pointer elsewhere, a
 #: description of the agent's own role, a policy statement for everyone.
 _OFFERS_OTHER = re.compile(
@@ -471,8 +484,11 @@ _NOW_WITH = re.compile(
     r"talking) (?:to|with)\b(?P<rest>.*)$"
     r"|\byou will (?:now |shortly |soon )?be (?:speaking|talking|chatting|connected|put through|"
     r"transferred) (?:to|with)\b(?P<rest3>.*)$"
+    r"|\byou are (?:now )?(?:in the queue|queued|next in line|first in line|on the list) "
+    r"(?:for|to speak (?:to|with))\b(?P<rest4>.*)$"
     r"|\b(?:your|this|the) (?:query|case|request|question|ticket|issue|concern|complaint|matter|"
-    r"report|details) (?:is|are|has been|have been) (?:now )?(?:with|in the hands of|on (?:its|"
+    r"report|details) (?:is|are|has been|have been) (?:now )?(?:sitting with|with|in the hands of|"
+    r"on (?:its|"
     r"their) way to|in the queue (?:of|for))\b(?P<rest2>.*)$")
 #: A human told of the matter: "A member of the People team has been notified", "HR has been
 #: alerted" (the target is the subject).
@@ -492,7 +508,7 @@ _TELLS = re.compile(
     r"\b(?:i|we)\b(?:\s+\w+){0,4}?\s+(?:flag\w*|notif(?:y|ied|ying)|alert\w*|inform(?:ed|ing)?|"
     r"let(?:ting)?\s+(?:\S+\s+){1,5}?know|pass\w*|forward\w*|refer\w*|sent|send\w*|shar\w*|"
     r"cop(?:y|ied|ying)|cc(?:ed|'d|ing)?|loop\w*|contact\w*|asked|ask\w*|messag\w*|e-?mail\w*|"
-    r"call\w*|phon\w*)\b")
+    r"call\w*|phon\w*|told|tell\w*)\b")
 #: The follow-up: the person told will contact the user ("who will reach out to you today",
 #: "she'll be in touch", "expect her message within the hour", "you'll hear from him").
 _FOLLOW_UP = re.compile(
