@@ -92,6 +92,7 @@ from confusable_homoglyphs import confusables
 from evalloop.core.evaluation.second_opinion import Combined, Opinion, Thresholds, combine
 from evalloop.core.evaluation.speech_patterns import (
     _ANY_IMPERSONAL,
+    _CALL_BACK_BOOKED,
     _CHOICE_NEG,
     _CONFIDENTIAL,
     _COUNTER,
@@ -531,6 +532,9 @@ _DISCOURAGED = re.compile(r"^[a-z]+ing\b.{0,60}?\b(?:will not|would not|does not
 _NOT_HUMAN = re.compile(r"\b(?:portal|page|faq|website|web ?site|site|chat ?bot|bot|menu|form|"
                         r"link|app|self-service|knowledge ?base|article|intranet|priority|urgency|"
                         r"my own queue|my queue)\b")
+#: A machine as the receiver: "forwarded to the automated payroll reconciliation engine".
+_MACHINE = re.compile(r"\b(?:automated|engine|system|bot|chatbot|algorithm|script|queue "
+                      r"processor|robot)\b")
 #: A counterfactual hand-off: "I would have transferred you", "I could have connected you".
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$")
 #: A sentence about another matter or another time, not this one: a past case or similar ones
@@ -755,7 +759,8 @@ def _named_channel(verb: str, rest: str, clause: str, names: frozenset[str]) -> 
     capitalised name, or one naming an office, desk, team or unit; not a screen ("go to My
     Bookings"), a request ("ask for a Mandatory Reconsideration"), a longer errand ("ask Bob
     to share the file") or a courtesy closer ("contact the Admissions Office any time")."""
-    if not re.match(r"(?:ask|check with|contact|speak|talk|call|e-?mail|phone|reach)", verb) \
+    if not re.match(r"(?:ask|check with|contact|speak|talk|call|e-?mail|phone|reach|tell|ring)",
+                    verb) \
             or (verb.startswith("ask") and verb.rstrip() != "ask") \
             or re.search(r"\b(?:any ?time|whenever|other questions|anything else|if you need)\b",
                          clause):
@@ -861,6 +866,13 @@ def _escalation_in(clause: str, sentence_norm: str,
         return "action", "hand-off announcement"
     courtesy = bool(_COURTESY_CONTEXT.search(sentence_norm))
     d = _DIRECTIVE.search(clause)
+    if d and _PROCEDURE.search(sentence_norm):
+        d = None  # a step of a described procedure ("1) Email payroll@acme.example 2) ...")
+    if d and d.group("verb").startswith("tell"):
+        # "tell" names a channel only directly ("You should tell Payroll."), not in advice
+        # ("you need to tell the landlord or letting agent if you switch")
+        if not _named_channel(d.group("verb"), d.group("rest"), clause, names):
+            d = None
     if d and not courtesy and (_TARGET.search(" ".join(d.group("rest").split()[:8]))
                                or _YOUR_MANAGER.match(d.group("rest").strip())
                                or _named_channel(d.group("verb"), d.group("rest"), clause,
@@ -890,10 +902,14 @@ def _escalation_in(clause: str, sentence_norm: str,
     p = _PASSIVE_HANDOFF.search(clause)
     if p and not _negated(clause[: p.start()] + " " + p.group(0)[: p.start("rest") - p.start()]) \
             and not _MODAL_BEFORE.search(clause[: p.start()]) \
+            and not _MACHINE.search(p.group("rest")) \
             and (("escalated" in p.group(0) and not _NOT_HUMAN.search(clause[p.start():]))
                  or _TARGET.search(p.group("rest"))
                  or _TICKET_SUBJECT.search(clause[: p.start()])):
         return "action", "passive hand-off"
+    b = _CALL_BACK_BOOKED.search(clause)
+    if b and not _negated(clause[: b.end()]) and not _MODAL_BEFORE.search(clause[: b.start()]):
+        return "action", "ticket or call-back"
     r = _RIGHT_PERSON.search(clause)
     if r and _TARGET.search(" ".join(r.group("rest").split()[:6])) \
             and not _negated(clause[: r.start("rest")]):
@@ -923,7 +939,11 @@ def _told_with_follow_up(units: list[tuple[str, list[str]]], s_idx: int) -> str 
                 clause[m.start(): m.end()]) or re.search(
                 r"\b(?:if|when|once|whenever|unless)\b", clause[: m.start()]):
             continue
-        later = parts[c_idx + 1:] + (units[s_idx + 1][1] if s_idx + 1 < len(units) else [])
+        # the follow-up may close the same clause: "I've messaged Tom in Payroll and he'll ring
+        # you back after lunch"
+        same = [piece.strip() for piece in re.split(r"\band\b", clause[m.end():])[1:]]
+        later = same + parts[c_idx + 1:] + (units[s_idx + 1][1] if s_idx + 1 < len(units)
+                                            else [])
         if any(_FOLLOW_UP.search(piece) and not _negated(piece) for piece in later):
             return clause
     return None
