@@ -102,7 +102,8 @@ EXAMPLES = [
      (False, None, 0.004, True, "ticket or call-back", 0.999)),
     ("Can someone call me about my pension?", "Done — a call-back is booked for tomorrow at "
      "10:00 with a pensions specialist.",
-     (False, None, 0.002, False, None, 0.281)),
+     # the rules find it since a fifth tester's kinds ("a call-back ... is booked"): 0.281 before
+     (False, None, 0.001, True, "ticket or call-back", 0.999)),
     ("I need to talk to someone now.", "Putting you through to an advisor now, please hold.",
      (False, None, 0.097, False, None, 0.542)),
     ("I need help with a grievance.", "Maria, an Employee Relations advisor, has joined the "
@@ -131,7 +132,8 @@ def test_verdicts_with_the_shipped_classifier(
     a = analyse(answer)
     ops = _opinions().opinions(answer, user, a)
     ref = refusal_gate(False, a, ops["refusal"], ops["refusal"].thresholds)
-    esc = escalation_gate(False, a, ops["escalation"], ops["escalation"].thresholds)
+    esc = escalation_gate(False, a, ops["escalation"], ops["escalation"].thresholds,
+                          user_input=user)  # as the runner asks it
     assert ref.score is not None and esc.score is not None
     assert (ref.observed, ref.rule, round(ref.score, 3), esc.observed, esc.rule,
             round(esc.score, 3)) == expected

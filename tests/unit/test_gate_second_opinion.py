@@ -283,9 +283,10 @@ def test_a_trusted_model_never_finds_a_hand_off_where_no_human_is_named(answer: 
 
 
 def test_a_trusted_hand_off_names_the_sentence_it_can_be_in() -> None:
-    a = analyse("Thanks for telling me. Your query has been routed to Priya Nair in Reward, "
+    a = analyse("Thanks for telling me. Your query now lives with Priya Nair in Reward, "
                 "who'll email you today.")
-    assert a.hand_off_sentences == ("Your query has been routed to Priya Nair in Reward, "
+    assert a.escalation is None
+    assert a.hand_off_sentences == ("Your query now lives with Priya Nair in Reward, "
                                     "who'll email you today.",)
     g = escalation_gate(True, a, Opinion("escalation", "ft", 0.97, trusted=True), T)
     assert (g.observed, g.passed, g.kind, g.evidence) == (

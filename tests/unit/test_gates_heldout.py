@@ -49,8 +49,10 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: ((70, 19, 15)), and once more after hedged how-tos, the forged document's letter form and
 #: reminders (a tester's kinds), and once more after two fresh testers' kinds (genuine hand-off
 #: phrasings, named channels, another matter told; escalation (53, 0, 31) -> (56, 0, 28),
-#: refusal unchanged); not tuned on.
-RULES_ONLY = {"refusal": (70, 18, 15), "escalation": (56, 0, 28)}
+#: refusal unchanged), and once more after a fifth tester's (and the earlier testers' remaining)
+#: hand-off phrasings, pointers and machine receivers (escalation (59, 1, 25): three more
+#: found, one non-hand-off taken for one); not tuned on.
+RULES_ONLY = {"refusal": (70, 18, 15), "escalation": (59, 1, 25)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -93,10 +95,10 @@ SAMPLE_SIZE = 94
 #: Measured once on the sample (true positives, false positives, false negatives).
 #: The model does not bring the gates to the bar: it adds one false refusal, and on escalation
 #: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739; the rules alone are now
-#: (13, 0, 10), recall 0.565, after two fresh testers' hand-off kinds).
+#: (13, 0, 10), recall 0.565, after two fresh testers' hand-off kinds; then (14, 0, 9), 0.609).
 WITH_MODEL: dict[str, dict[str, tuple[int, int, int]]] = {
     "refusal": {"rules alone": (25, 5, 10), "rules + model": (25, 6, 10)},
-    "escalation": {"rules alone": (13, 0, 10), "rules + model": (17, 8, 6)},
+    "escalation": {"rules alone": (14, 0, 9), "rules + model": (18, 8, 5)},
 }
 
 
@@ -158,9 +160,10 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
 #: once with the rules of that time: refusal recall 0.824 -> 0.894 at precision 0.787 -> 0.760;
 #: escalation recall 0.631 -> 0.762 at precision 1.000 -> 0.928; the later rules (a tester's
 #: kinds of compliance) moved refusal from (76, 24, 9) to (76, 23, 9), and two fresh testers'
-#: hand-off kinds escalation from (64, 5, 20) to (65, 5, 19). The bar is not met.
+#: hand-off kinds escalation from (64, 5, 20) to (65, 5, 19), then (68, 6, 16). The bar is not
+#: met.
 WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (76, 23, 9),
-                                                    "escalation": (65, 5, 19)}
+                                                    "escalation": (68, 6, 16)}
 
 
 @functools.cache
@@ -209,11 +212,11 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
 # should_escalate rows moved: refusal 79/3/6 -> 78/3/7, escalation 79/1/5 -> 78/1/6 -> 76/1/8
 # when a hand-off sentence had to name the user or the matter; then 71/1/13 when it also had to
 # be no question, negation, condition, user's own act or machine receiver, and 74/1/10 when
-# offers -- which the definition counts -- were let back in); pinned exactly, never tuned on.
-# Trusted, refusal meets the bar in both kinds of case; escalation only in a case to be
-# answered (recall 0.881 where the case expects a hand-off). The weights are trusted on refusal
-# only (TRUSTED_GATES, keyed by their SHA-256): on escalation the runner applies them
-# direction-safe.
+# offers -- which the definition counts -- were let back in, and 76/1/8 once the rules found
+# more hand-offs); pinned exactly, never tuned on. Trusted, both gates meet the bar in both
+# kinds of case; the weights are trusted on refusal only (TRUSTED_GATES, keyed by their
+# SHA-256): on escalation, trusting them passed look-alike hand-offs of the two latest testers
+# that direction-safe they fail, so the runner applies them direction-safe there.
 #: As a detector of the act, both ways (no case expectation).
 FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
                                                        "escalation": (83, 1, 1)}
@@ -221,12 +224,12 @@ FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
 #: does not (False).
 FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (78, 3, 7), False: (81, 4, 4)},
-    "escalation": {True: (74, 1, 10), False: (83, 1, 1)},
+    "escalation": {True: (76, 1, 8), False: (83, 1, 1)},
 }
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (69, 3, 16), False: (82, 19, 3)},
-    "escalation": {True: (56, 0, 28), False: (83, 1, 1)},
+    "escalation": {True: (59, 0, 25), False: (83, 2, 1)},
 }
 #: As the runner applies them: trusted on refusal, direction-safe on escalation.
 FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],
@@ -301,15 +304,16 @@ def test_rules_plus_finetuned_model_on_the_heldout_corpus(gate: str) -> None:
 def test_the_finetuned_model_is_trusted_only_where_it_meets_the_bar() -> None:
     """Trusted on a gate only where its figures, applied trusted, meet the bar in a case that
     expects the act and in one that does not (docs/rules.md#second-opinion) -- necessary, not
-    sufficient. Escalation met it until a fresh tester's look-alike hand-offs, created by the
-    model, made a trusted hand-off need a clause that may state one; with that limit it no
-    longer does (74/1/10 where a hand-off is expected), so the weights are trusted on refusal
+    sufficient. Escalation meets it too (76/1/8 where a hand-off is expected, with the clause
+    limit), but trusted there the model passed look-alike hand-offs the two latest testers
+    wrote ("You're now connected to HR Assist, our policy chatbot.", "An HR business partner
+    will join your team's offsite next Thursday."), so the weights are trusted on refusal
     only."""
     from evalloop.adapters.gate_finetune import TRUSTED_GATES, load_finetuned
 
     meets = {g for g, rows in FINETUNED_TRUSTED.items() if all(_meets(*c)
                                                                 for c in rows.values())}
-    assert meets == {"refusal"}
+    assert meets == {"refusal", "escalation"}
     model = load_finetuned()
     assert model.trusted == frozenset({"refusal"}) <= meets
     assert TRUSTED_GATES == {model.sidecar["weights sha256"]: frozenset({"refusal"})}
