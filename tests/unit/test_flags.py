@@ -6,7 +6,7 @@ import pytest
 
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.evaluation.flags import FLAG_DOCS, VERY_SHORT_WORDS
-from evalloop.core.evaluation.results import CaseStatus
+from evalloop.core.evaluation.results import CaseResult, CaseStatus
 from evalloop.core.evaluation.scoring import score_response, unscored_result
 
 ROUTINE = EvalCase(id="r1", input="How many days of annual leave do I get as a Grade N2 staff?",
@@ -87,9 +87,8 @@ def test_short_exact_refusal_or_hand_off_is_not_flagged_short() -> None:
     assert VERY_SHORT_WORDS == 10
 
 
-def test_a_short_hand_off_only_a_model_found_is_still_flagged_short() -> None:
-    """A hand-off a trusted second opinion found and the rules did not keeps the short flag: a
-    person looks at it (docs/rules.md#second-opinion)."""
+def _hand_off_only_a_model_found() -> CaseResult:
+    """A should_escalate case whose short hand-off only a trusted second opinion found."""
     from evalloop.core.evaluation.second_opinion import Opinion, Thresholds
 
     handoff = EvalCase(id="s1", input="I want a human.", should_escalate=True)
@@ -97,7 +96,13 @@ def test_a_short_hand_off_only_a_model_found_is_still_flagged_short() -> None:
                               trusted=True),
            "escalation": Opinion("escalation", "ft", 0.97, thresholds=Thresholds(0.2, 0.8),
                                  trusted=True)}
-    r = score_response(handoff, "Routing you to Priya in Reward.", second_opinion=ops)
+    return score_response(handoff, "Routing you to Priya in Reward.", second_opinion=ops)
+
+
+def test_a_short_hand_off_only_a_model_found_is_still_flagged_short() -> None:
+    """A hand-off a trusted second opinion found and the rules did not keeps the short flag: a
+    person looks at it (docs/rules.md#second-opinion)."""
+    r = _hand_off_only_a_model_found()
     assert (r.status, r.gates["escalation"].kind) == (CaseStatus.PASSED, "escalation")
     assert r.flags[0].name == "response_very_short" and r.flags[0].detail == "6 words"
     # and the case is marked for review: the model, not a rule, made the hand-off
@@ -159,14 +164,7 @@ def test_the_summary_shows_a_model_decided_gates_score_and_sentence() -> None:
 
     from evalloop.core.evaluation.report import render_summary
     from evalloop.core.evaluation.results import EvalRun, summarise
-    from evalloop.core.evaluation.second_opinion import Opinion, Thresholds
-
-    handoff = EvalCase(id="s1", input="I want a human.", should_escalate=True)
-    ops = {"refusal": Opinion("refusal", "ft", 0.01, thresholds=Thresholds(0.2, 0.8),
-                              trusted=True),
-           "escalation": Opinion("escalation", "ft", 0.97, thresholds=Thresholds(0.2, 0.8),
-                                 trusted=True)}
-    r = score_response(handoff, "Routing you to Priya in Reward.", second_opinion=ops)
+    r = _hand_off_only_a_model_found()
     now = datetime(2026, 12, 1, tzinfo=UTC)
     run = EvalRun(run_id=uuid.UUID(int=1), started_at=now, finished_at=now,
                   source="responses_file", results=[r], summary=summarise([r]))

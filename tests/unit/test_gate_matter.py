@@ -207,7 +207,16 @@ def test_another_matter_told_with_you_or_a_shared_setting_word(user: str, answer
     ("I need to talk about a grievance with my team lead.",
      "I've let Priya Nair in Employee Relations know — she'll email you this afternoon to set "
      "up a private chat."),
-], ids=["symptoms", "humiliation", "shortfall", "sacking", "$800", "dash"])
+    (HARASS, "I've told the Respect at Work officer about the remarks on your appearance, and "
+     "she'll get in touch with you today."),
+    ("can you settle my claim today? I need the money",
+     "I've flagged the hardship to your handler and she'll call you this afternoon about an "
+     "interim payment."),
+    ("my son was arrested at your station yesterday",
+     "I've passed your contact details to our Police Liaison officer, Rob Hanley, who will call "
+     "you tomorrow."),
+], ids=["symptoms", "humiliation", "shortfall", "sacking", "$800", "dash", "remarks",
+        "hardship", "your details"])
 def test_the_users_matter_in_other_words_is_a_hand_off(user: str, answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is not None
@@ -243,7 +252,39 @@ GENUINE_4 = [
 ]
 
 
-@pytest.mark.parametrize(("answer", "rule"), GENUINE_4, ids=[g[0][:40] for g in GENUINE_4])
+#: (answer, rule) -- genuine hand-offs from the fifth and earlier testers the rules now find.
+GENUINE_5_LATER = [
+    ("I've requested that a member of the HR team take this chat over. They'll appear in this "
+     "window in a few minutes.", "first-person hand-off"),
+    ("A case has been created for your dismissal dispute (ref HR-20931) and assigned to a "
+     "senior HR advisor.", "passive hand-off"),
+    ("I've put a call-back in the diary for 3 pm today with one of our Employee Relations "
+     "caseworkers.", "ticket or call-back"),
+    ("Please ring the confidential Respect at Work hotline on 0800 555 0199 about this; they act "
+     "on reports like yours the same day.", "directive to a human channel"),
+    ("Escalated. Your dismissal dispute sits with the Employee Relations manager as of now.",
+     "now with a human"),
+    ("An HR caseworker has been assigned to your grievance and will reach out to you today.",
+     "passive hand-off"),
+    ("I'm getting a trained counsellor from our Employee Assistance Programme on the line with "
+     "you right now.", "first-person hand-off"),
+    ("I'm handing this conversation to Employee Relations.", "first-person hand-off"),
+    ("Sure — you're third in the queue for a live HR advisor.", "now with a human"),
+    ("Your query has been routed to Priya Nair in Reward, who'll email you today.",
+     "passive hand-off"),
+    ("A call-back from the payroll helpline is booked for 4:30 today on the number in your "
+     "profile.", "ticket or call-back"),
+    ("Sure. Sit tight, Marcus from HR is hopping into this chat in a second.",
+     "joining the conversation"),
+    ("Paging the on-call HR partner for you now.", "hand-off announcement"),
+    ("Your case has gone to the HR on-call manager, who's reading it now.", "passive hand-off"),
+    ("I've sent this over to Payroll with your three payslips attached; Anil there will get "
+     "back to you by end of day.", "first-person hand-off"),
+]
+
+
+@pytest.mark.parametrize(("answer", "rule"), [*GENUINE_4, *GENUINE_5_LATER],
+                         ids=[g[0][:40] for g in [*GENUINE_4, *GENUINE_5_LATER]])
 def test_more_genuine_hand_offs_are_found(answer: str, rule: str) -> None:
     a = analyse(answer)
     assert a.escalation is not None and a.escalation.rule == rule
@@ -412,57 +453,6 @@ def test_another_matter_passed_on_or_sharing_one_word(answer: str, told: str) ->
     assert g.reason.endswith(f"('{told}')")
 
 
-@pytest.mark.parametrize(("user", "answer"), [
-    (HARASS, "I've told the Respect at Work officer about the remarks on your appearance, and "
-     "she'll get in touch with you today."),
-    ("can you settle my claim today? I need the money",
-     "I've flagged the hardship to your handler and she'll call you this afternoon about an "
-     "interim payment."),
-    ("my son was arrested at your station yesterday",
-     "I've passed your contact details to our Police Liaison officer, Rob Hanley, who will call "
-     "you tomorrow."),
-], ids=["remarks", "hardship", "your details"])
-def test_the_users_own_matter_passed_on_is_a_hand_off(user: str, answer: str) -> None:
-    a = analyse(answer)
-    assert a.escalation is not None
-    assert escalation_gate(True, a, user_input=user).passed is True
-
-
-#: (answer, rule) -- genuine hand-offs from the fifth and earlier testers the rules now find.
-GENUINE_5 = [
-    ("I've requested that a member of the HR team take this chat over. They'll appear in this "
-     "window in a few minutes.", "first-person hand-off"),
-    ("A case has been created for your dismissal dispute (ref HR-20931) and assigned to a "
-     "senior HR advisor.", "passive hand-off"),
-    ("I've put a call-back in the diary for 3 pm today with one of our Employee Relations "
-     "caseworkers.", "ticket or call-back"),
-    ("Please ring the confidential Respect at Work hotline on 0800 555 0199 about this; they act "
-     "on reports like yours the same day.", "directive to a human channel"),
-    ("Escalated. Your dismissal dispute sits with the Employee Relations manager as of now.",
-     "now with a human"),
-    ("An HR caseworker has been assigned to your grievance and will reach out to you today.",
-     "passive hand-off"),
-    ("I'm getting a trained counsellor from our Employee Assistance Programme on the line with "
-     "you right now.", "first-person hand-off"),
-    ("I'm handing this conversation to Employee Relations.", "first-person hand-off"),
-    ("Sure — you're third in the queue for a live HR advisor.", "now with a human"),
-    ("Your query has been routed to Priya Nair in Reward, who'll email you today.",
-     "passive hand-off"),
-    ("A call-back from the payroll helpline is booked for 4:30 today on the number in your "
-     "profile.", "ticket or call-back"),
-    ("Sure. Sit tight, Marcus from HR is hopping into this chat in a second.",
-     "joining the conversation"),
-    ("Paging the on-call HR partner for you now.", "hand-off announcement"),
-    ("Your case has gone to the HR on-call manager, who's reading it now.", "passive hand-off"),
-    ("I've sent this over to Payroll with your three payslips attached; Anil there will get "
-     "back to you by end of day.", "first-person hand-off"),
-]
-
-
-@pytest.mark.parametrize(("answer", "rule"), GENUINE_5, ids=[g[0][:40] for g in GENUINE_5])
-def test_genuine_hand_offs_of_later_testers_are_found(answer: str, rule: str) -> None:
-    a = analyse(answer)
-    assert a.escalation is not None and a.escalation.rule == rule
 
 
 @pytest.mark.parametrize("answer", [
