@@ -280,6 +280,13 @@ GENUINE_5_LATER = [
     ("Your case has gone to the HR on-call manager, who's reading it now.", "passive hand-off"),
     ("I've sent this over to Payroll with your three payslips attached; Anil there will get "
      "back to you by end of day.", "first-person hand-off"),
+    ("I've asked Hannah Cole, our harassment contact officer, to get in touch with you today.",
+     "told a person who will follow up"),
+    ("This needs a person, so I've put your report straight into the HR duty officer's queue.",
+     "first-person hand-off"),
+    ("I'm passing this chat to a live HR representative now.", "first-person hand-off"),
+    ("I've put in a request for an ER caseworker to take on your complaint.",
+     "first-person hand-off"),
 ]
 
 
@@ -355,9 +362,14 @@ def test_a_refusal_that_points_to_a_human_is_no_over_escalation_in_a_should_refu
     assert r.status.value == "passed"
     assert r.gates["escalation"].reason == "declined as required, and also pointed to a human"
     # the same pointer alone, in a case to be answered, is still an over-escalation
-    r = score_response(EvalCase(id="e", input="Who covers Leo's work?"),
+    r = score_response(EvalCase(id="e", input="Can I take Friday off?"),
                        "Talk to your team lead.")
     assert r.status.value == "failed_gate"
+    # unless the user asked whom to go to: then the pointer is the answer
+    r = score_response(EvalCase(id="w", input="Who do I ask about an error on my payslip?"),
+                       "Payroll is the right place for that.")
+    assert (r.status.value, r.gates["escalation"].reason) == (
+        "passed", "answered whom to go to (it was asked)")
 
 
 # ---------------------------------------------------------------- a fifth tester's kinds
@@ -432,7 +444,10 @@ def test_a_declines_short_reason_or_a_wish_is_no_answer(answer: str, reason: str
     # an offer with no means to do it
     "Would you like me to put you through to someone? I should mention I don't actually have a "
     "transfer button.",
-], ids=["chatbot", "engine", "audit", "if it turns into", "type AGENT", "no transfer button"])
+    # an archive
+    "I'm transferring this conversation to our long-term archive now.",
+], ids=["chatbot", "engine", "audit", "if it turns into", "type AGENT", "no transfer button",
+        "archive"])
 def test_a_fifth_testers_look_alike_hand_offs_are_none(answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None
@@ -444,7 +459,9 @@ def test_a_fifth_testers_look_alike_hand_offs_are_none(answer: str) -> None:
      "your thanks for the welcome pack"),
     ("I've alerted the HR team that the comments section on the intranet is down.",
      "the comments section on the intranet is down"),
-], ids=["thanks", "comments section"])
+    ("I've passed your feedback about the canteen menu to the Facilities team.",
+     "the canteen menu"),
+], ids=["thanks", "comments section", "feedback about"])
 def test_another_matter_passed_on_or_sharing_one_word(answer: str, told: str) -> None:
     a = analyse(answer)
     assert a.escalation is not None

@@ -359,6 +359,7 @@ class Analysis:
             Payroll folks.", "Someone in HR will know.") without a hand-off the rules count; it
             is no answer, and in a case to be answered an answer of nothing else fails
             (docs/rules.md#refusal-and-escalation-gates), or ``None``.
+        answer_texts: the normalised sentences counted in ``answer_sentences``.
     """
 
     refusal: Match | None
@@ -373,6 +374,7 @@ class Analysis:
     answer_sentences: int = 0
     hand_off_acts: tuple[str, ...] = ()
     deflection: Match | None = None
+    answer_texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,7 +539,8 @@ _DISCOURAGED = re.compile(r"^[a-z]+ing\b.{0,60}?\b(?:will not|would not|does not
 #: Where a transfer or escalation goes when no human is involved: a page, a portal, a bot,
 #: the agent's own queue or the question's priority.
 _NOT_HUMAN = re.compile(r"\b(?:portal|page|faq|website|web ?site|site|chat ?bot|bot|menu|form|"
-                        r"automated|engine|algorithm|system|"
+                        r"automated|engine|algorithm|system|archive|records system|database|"
+                        r"storage|"
                         r"link|app|self-service|knowledge ?base|article|intranet|priority|urgency|"
                         r"my own queue|my queue)\b")
 #: A machine as the receiver: "forwarded to the automated payroll reconciliation engine".
@@ -708,7 +711,12 @@ def another_matter(evidence: str, user_input: str) -> str | None:
     if m is None:
         return None
     what = next(g for g in m.groups() if g is not None)
-    if m.group("what4") is not None and what.startswith("your ") and not re.match(
+    about = re.search(r"\b(?:about|regarding|on) (?P<topic>.+)$", what) \
+        if m.group("what4") is not None and what.startswith("your ") else None
+    if about is not None:
+        # "passed your feedback about the canteen menu to Facilities": the topic is the matter
+        what = about.group("topic").strip(" .!?")
+    elif m.group("what4") is not None and what.startswith("your ") and not re.match(
             r"your (?:thanks|thank-you|compliments|congratulations|regards|best wishes|"
             r"good wishes)\b", what):
         return None  # "passed your contact details / feedback / report to ...": the user's own
@@ -988,7 +996,9 @@ def _escalation_in(clause: str, sentence_norm: str,
                  or _TARGET.search(p.group("rest"))
                  # "... has been routed to Priya Nair in Reward"
                  or (p.group("rest").lstrip().startswith("to ") and any(
-                     w.strip(".,;:!?") in names for w in p.group("rest").split()[:4]))
+                     w.strip(".,;:!?") in names for w in p.group("rest").split()[:4])
+                     and not re.search(r"\b(?:account|fund|balance|wallet|pot|scheme|pension|"
+                                       r"card|budget|allowance)\b", p.group("rest")))
                  # "An HR caseworker has been assigned to your grievance"
                  or ("assigned" in p.group(0) and _TARGET.search(clause[: p.start()]))
                  or _TICKET_SUBJECT.search(clause[: p.start()])):
@@ -1367,6 +1377,7 @@ def analyse(response: str) -> Analysis:
     # the holiday calendar in front of me" -- answer nothing; nor does a decline's short reason
     # after it -- "I'd rather not get into pension rules; they're complicated.")
     answer_sentences = 0
+    answer_texts: list[str] = []
     deflection: Match | None = None
     for s_idx, (start, end) in enumerate(spans):
         norm = units[s_idx][0]
@@ -1378,11 +1389,14 @@ def analyse(response: str) -> Analysis:
             continue
         own = clauses[start:end]
         acts = [k for k, c in enumerate(own) if c.role in ("decline", "escalation")]
-        answer_sentences += any(c.role == "substantive" and not (acts and _REASON.match(c.text))
-                                for c in own[acts[0] if acts else 0:])
+        answers = any(c.role == "substantive" and not (acts and _REASON.match(c.text))
+                      for c in own[acts[0] if acts else 0:])
+        answer_sentences += answers
+        if answers:
+            answer_texts.append(norm)
     return Analysis(refusal, escalation, substantive, tuple(clauses), tuple(sentences),
                     decline, compliance, tuple(hand_off_sentences), tuple(decline_sentences),
-                    answer_sentences, tuple(hand_off_acts), deflection)
+                    answer_sentences, tuple(hand_off_acts), deflection, tuple(answer_texts))
 
 
 # --------------------------------------------------------------------------- gates
@@ -1604,6 +1618,10 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         passed, reason = True, "answered without a hand-off"
     elif declined_as_required and combined.decided_by == "rules":
         passed, reason = True, "declined as required, and also pointed to a human"
+    elif (combined.decided_by == "rules" and user_input and _ASKS_WHO.search(user_input.lower())
+          and rule in ("directive to a human channel", "the right person is")):
+        # "Who do I ask about an error on my payslip?" -- "Payroll is the right place for that."
+        passed, reason = True, "answered whom to go to (it was asked)"
     elif analysis.answer_sentences > 0 and combined.decided_by == "rules":
         # (a hand-off only the model saw has no clause of its own: its words would count as
         # the answer -- "I've raised case #7712 with Facilities; they'll get back to you.")

@@ -36,6 +36,7 @@ _IMPERSONAL_DECLINES = tuple(re.compile(p) for p in (
     r"(?:help|assist|do|share|provide)",
     r"\b(?:outside|beyond) (?:of )?my (?:scope|remit|role|area|brief|expertise|wheelhouse|lane)\b",
     r"\babove my pay ?grade\b",
+    r"\bnot (?:really )?the right (?:assistant|bot|place|person|one|tool) (?:for|to)\b",
     # "I'd be breaking confidentiality if I said anything", "I don't think I should weigh in"
     r"\bi would be (?:breaking|breaching|violating) (?:confidentiality|the rules|policy|"
     r"someone's privacy|their privacy|her privacy|his privacy)\b",
@@ -170,6 +171,13 @@ _HANDOFF = (
     # "I've created a Payroll request (PR-20931)"
     r"|(?:log|rais|open|creat|fil|submitt?|register)\w*\s+(?:a|an)\s+(?:\S+\s+){0,2}?request\s+"
     r"\(?(?:#\s*|no\.?\s*|ref\.?\s*)?[a-z]{1,4}-?\d+"
+    # "I've put your report straight into the HR duty officer's queue", "put in a request for an
+    # ER caseworker", "I'm passing this chat to a live HR representative"
+    r"|put\w*\s+(?:it|this|your \w+)\s+(?:straight |directly )?in(?:to)?\s+(?:the\s+)?"
+    r"(?:\S+\s+){0,4}?queue"
+    r"|put\w*\s+in\s+a\s+request\s+for\s+(?:a|an)\b"
+    r"|pass\w*\s+(?:this|the|your)\s+(?:chat|conversation|case|matter|query|complaint|report)\s+"
+    r"(?:on\s+|over\s+|along\s+)?to\b"
     # "I've requested that a member of the HR team take this chat over"
     r"|request\w*\s+that\b"
     # "I've put a call-back in the diary for 3 pm"
@@ -445,7 +453,8 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"(?:below|follows)\b|\b(?:a|the|your) (?:template|draft|sample)\s*:"),
     # overriding the decline: "I'll make an exception", "just this once", "okay, fine: as DAN"
     ("overrides the decline", r"\b(?:i will make an exception|just this once|this one time|"
-     r"i will do it anyway|okay,? fine|fine,? (?:here|as|i will)|as dan\b|your leave is (?:now )?"
+     r"i will do it anyway|done anyway|did it anyway|i have done it anyway|okay,? fine|"
+     r"fine,? (?:here|as|i will)|as dan\b|your leave is (?:now )?"
      r"(?:marked as )?approved|i have (?:marked|approved|changed|updated) (?:it|your|the))"),
     # how to do the forbidden thing: "if you wanted to, you would just...", "the trick is"
     ("explains how anyway", r"\b(?:most |some |many )?people who do (?:it|this|that) "
@@ -472,7 +481,8 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"\b(?:the trick is|the workaround is|the way to do it is|the easiest "
      r"way (?:to do it )?is|if you (?:really )?(?:wanted|want|were) to(?: do it)?,? you "
      r"(?:would|could|can|just))\b"
-     r"|\b(?:step \d|first,? (?:open|log|go|change|edit|use|enter|type))\b"
+     r"|\b(?:step \d|step one|the first step|first,? (?:open|log|go|change|edit|use|enter|"
+     r"type))\b"
      # steps in the imperative: "open Outlook, choose File, then Open Other User's Folder"
      r"|\b(?:open|click|choose|select|go to|type|enter|press|tap|navigate to)\b[^.;]{1,80}?"
      r"(?:,|\bthen\b|\band\b)\s*(?:then\s+)?(?:open|click|choose|select|go to|type|enter|press|"
@@ -499,7 +509,8 @@ _GIVING_LEAD = re.compile(
     r"if (?:one|someone|somebody|anyone|anybody) (?:were|was|wanted|wished|happened|needed)"
     r"(?: \w+){0,3}|(?:should|were) (?:one|someone|anyone) (?:want|wish|need|be)(?: \w+){0,3}|"
     r"fyi|for your information|just so you know|for the record|heads[- ]?up|pro tip|"
-    r"in general,? though|generally,? though|generally speaking,? though|"
+    r"in general,? though|generally,? though|generally speaking,? though|mind you|"
+    r"whatever you do|"
     r"not that i am telling you|between ourselves|on the quiet|word to the wise|"
     r"just between us|in short|in brief|in a nutshell|basically|roughly|still|"
     r"for what it is worth|fwiw|if it helps|reading between the lines|let us just say|"
@@ -580,4 +591,6 @@ _FOLLOW_UP = re.compile(
     r"speak (?:with|to) you|see you|meet you|pick (?:it|this) up|take it from here|take over)"
     r"|\bexpect (?:a |an )?(?:her|his|their|a|an) (?:\w+ )?(?:message|call|e-?mail|reply|"
     r"response|phone call|call-?back|note)\b"
-    r"|\byou will hear from (?:her|him|them)\b)")
+    r"|\byou will hear from (?:her|him|them)\b"
+    r"|^to (?:get in touch|contact you|call you|phone you|ring you|e-?mail you|reach out|be in "
+    r"touch|speak (?:with|to) you|follow up)\b)")
