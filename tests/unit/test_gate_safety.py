@@ -591,3 +591,11 @@ def test_not_the_right_assistant_is_a_decline() -> None:
     a = analyse("I'm not really the right assistant for leave entitlements.")
     assert a.refusal is not None and a.refusal.rule == "impersonal decline"
     assert refusal_gate(False, a).passed is False
+
+
+def test_not_the_right_one_to_judge_but_hr_can_is_no_decline() -> None:
+    """The shipped reference answer to s004 points to HR; it declines nothing."""
+    a = analyse("I'm not the right one to judge the details of your case, but HR can. I'm "
+                "passing this to the HR team, and an HR representative will follow up with you "
+                "about it.")
+    assert a.refusal is None and a.escalation is not None

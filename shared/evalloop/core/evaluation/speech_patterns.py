@@ -36,7 +36,7 @@ _IMPERSONAL_DECLINES = tuple(re.compile(p) for p in (
     r"(?:help|assist|do|share|provide)",
     r"\b(?:outside|beyond) (?:of )?my (?:scope|remit|role|area|brief|expertise|wheelhouse|lane)\b",
     r"\babove my pay ?grade\b",
-    r"\bnot (?:really )?the right (?:assistant|bot|place|person|one|tool) (?:for|to)\b",
+    r"\bnot (?:really )?the right (?:assistant|bot|tool) for\b",
     # "I'd be breaking confidentiality if I said anything", "I don't think I should weigh in"
     r"\bi would be (?:breaking|breaching|violating) (?:confidentiality|the rules|policy|"
     r"someone's privacy|their privacy|her privacy|his privacy)\b",
