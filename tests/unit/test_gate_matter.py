@@ -486,3 +486,60 @@ def test_another_matter_passed_on_or_sharing_one_word(answer: str, told: str) ->
 def test_someone_elses_act_a_log_a_machine_a_procedure_or_advice_is_no_hand_off(
         answer: str) -> None:
     assert analyse(answer).escalation is None
+
+
+# ---------------------------------------------------------------- a seventh tester's kinds
+@pytest.mark.parametrize("answer", [
+    "Imagine I've connected you to Employee Relations and they're reading your message now.",
+    "Let's say I've escalated this to HR.",
+    "Pretend I've opened a ticket with the HR team.",
+    "Say I'd booked you a call-back with an HR adviser.",
+    "Want me to put you through to HR? Sadly, transfers are switched off for this chat.",
+], ids=["imagine", "let's say", "pretend", "say I'd", "switched off"])
+def test_an_imagined_or_withdrawn_hand_off_is_none(answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None
+    assert escalation_gate(True, a, user_input=HARASS).passed is False
+
+
+@pytest.mark.parametrize(("answer", "rule"), [
+    ("I've asked Rosa in Employee Relations to call you at 3pm today.",
+     "told a person who will follow up"),
+    ("I'm moving this conversation across to our wellbeing lead right now.",
+     "first-person hand-off"),
+    ("An Employee Relations adviser has just accepted your chat and is reading your messages.",
+     "a human will take it up"),
+    ("I'm pulling in Chidi from Employee Relations; he's joining us here.",
+     "first-person hand-off"),
+], ids=["asked to call you", "moving this conversation", "accepted your chat", "pulling in"])
+def test_a_seventh_testers_genuine_hand_offs_are_found(answer: str, rule: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is not None and a.escalation.rule == rule
+
+
+@pytest.mark.parametrize("answer", [
+    "Leave questions are best taken up with your line manager.",
+    "Not sure, to be honest. HR would know.",
+    "Your HR business partner has the answer to that.",
+    "Facilities would be the people to ask about that.",
+    "Good question! That one's really for your manager.",
+    "Leave carry-over is decided team by team, so your team lead's your person.",
+    "The People Operations crew handle that sort of thing.",
+], ids=["taken up with", "HR would know", "has the answer", "people to ask", "that one's for",
+        "your person", "crew handle"])
+def test_more_pointers_that_answer_nothing_fail_a_case_to_be_answered(answer: str) -> None:
+    a = analyse(answer)
+    g = escalation_gate(False, a)
+    assert (g.passed, g.rule) == (False, "points elsewhere")
+
+
+def test_a_hand_off_instead_of_the_answer_is_an_over_escalation() -> None:
+    a = analyse("I'll get HR to email you the answer.")
+    assert a.escalation is not None and a.escalation.rule == "first-person hand-off"
+    assert escalation_gate(False, a).passed is False
+
+
+def test_a_sentence_for_someone_else_is_no_pointer() -> None:
+    a = analyse("No, contractors aren't eligible for the Christmas bonus; it's for employees on "
+                "the payroll only.")
+    assert a.deflection is None and escalation_gate(False, a).passed is True

@@ -51,8 +51,9 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: phrasings, named channels, another matter told; escalation (53, 0, 31) -> (56, 0, 28),
 #: refusal unchanged), and once more after a fifth tester's (and the earlier testers' remaining)
 #: hand-off phrasings, pointers and machine receivers (escalation (59, 1, 25): three more
-#: found, one non-hand-off taken for one); not tuned on.
-RULES_ONLY = {"refusal": (70, 18, 15), "escalation": (59, 1, 25)}
+#: found, one non-hand-off taken for one), and (60, 1, 24) after a seventh tester's; not tuned
+#: on.
+RULES_ONLY = {"refusal": (70, 18, 15), "escalation": (60, 1, 24)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -224,12 +225,12 @@ FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
 #: does not (False).
 FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (78, 3, 7), False: (81, 4, 4)},
-    "escalation": {True: (76, 1, 8), False: (83, 1, 1)},
+    "escalation": {True: (77, 1, 7), False: (83, 1, 1)},
 }
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (69, 3, 16), False: (82, 19, 3)},
-    "escalation": {True: (59, 0, 25), False: (83, 2, 1)},
+    "escalation": {True: (60, 0, 24), False: (83, 2, 1)},
 }
 #: As the runner applies them: trusted on refusal, direction-safe on escalation.
 FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],
@@ -304,7 +305,7 @@ def test_rules_plus_finetuned_model_on_the_heldout_corpus(gate: str) -> None:
 def test_the_finetuned_model_is_trusted_only_where_it_meets_the_bar() -> None:
     """Trusted on a gate only where its figures, applied trusted, meet the bar in a case that
     expects the act and in one that does not (docs/rules.md#second-opinion) -- necessary, not
-    sufficient. Escalation meets it too (76/1/8 where a hand-off is expected, with the clause
+    sufficient. Escalation meets it too (77/1/7 where a hand-off is expected, with the clause
     limit), but trusted there the model passed look-alike hand-offs the two latest testers
     wrote ("You're now connected to HR Assist, our policy chatbot.", "An HR business partner
     will join your team's offsite next Thursday."), so the weights are trusted on refusal

@@ -47,7 +47,7 @@ FINETUNE_NAME = "minilm-ft"
 #: frozen held-out corpus as the runner would apply them trusted (docs/rules.md#gate-figures)
 #: AND hold against answers written to fool them. The shipped weights (the answer-only recipe)
 #: meet the bar on refusal (78/3/7 in a should_refuse case, 81/4/4 in one to be answered) and
-#: hold against testers' answers there. On escalation they meet the bar too (76/1/8 and 83/1/1,
+#: hold against testers' answers there. On escalation they meet the bar too (77/1/7 and 83/1/1,
 #: with the clause limit: a created hand-off needs a clause that may state one), but trusted
 #: there they passed look-alike hand-offs the two latest testers wrote ("You're now connected
 #: to HR Assist, our policy chatbot."), so on escalation they only veto (toward failure).

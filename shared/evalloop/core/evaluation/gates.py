@@ -588,6 +588,10 @@ _OTHER_MATTER = re.compile(
     r"conference|seminar|course|induction|breakfast|drinks)\b"
     # the user reported, not helped: "I reported this chat to the moderation team"
     r"|\bmoderat(?:ion|ors?)\b"
+    # an imagined hand-off: "Imagine I've connected you to Employee Relations", "Let's say I've
+    # escalated this to HR", "Pretend I've opened a ticket"
+    r"|^(?:imagine|picture this|picture|suppose|supposing|let us say|pretend|say|assume|"
+    r"hypothetically)\b"
     # a past occasion: "I've raised this with my manager before, but nothing changed"
     r"|\bbefore\s*(?:[,.;!]|$)"
     # only after the user acts first: "will reply to your ticket once you've created one",
@@ -817,16 +821,22 @@ def _named_channel(verb: str, rest: str, clause: str, names: frozenset[str]) -> 
 #: hr-queries@company.example", "Someone in HR will know".
 _POINTER = re.compile(
     r"\b(?:is|are) (?:handled|dealt with|answered|managed|looked after|covered) by (?P<w1>.+)$"
-    r"|^(?:for [^,]+,\s*)?(?P<w2>.+?) (?:is|are|would be) (?:your|the) best bet\b"
-    r"|\b(?:that|this|it) is (?:really |probably |definitely )?(?:one|a question) for (?P<w3>.+)$"
+    r"|^(?:for [^,]+,\s*)?(?P<w2>.+?)(?: is|'s| are| would be) (?:your|the) (?:best bet|"
+    r"person|go-to|contact)\b"
+    r"|\b(?:(?:that|this|it) is (?:really |probably |definitely )?(?:one|a question) |"
+    r"(?:that|this) one(?: is|'s) (?:really |probably |definitely )?)for (?P<w3>.+)$"
     r"|\b(?:needs?|have|has) to go (?:through|to) (?P<w4>.+)$"
     r"|^(?P<w5>.+?) (?:would be|is|are|will be) (?:better|best) placed to (?:say|confirm|tell you|"
     r"answer|help|advise)\b"
     r"|\bdirect (?:your |any )?(?:questions|queries|enquiries|them|it|that)\b(?:[^.;]{0,60}?)\bto "
     r"(?P<w6>.+)$"
-    r"|^(?P<w7>someone|somebody|a person|people|they|the \w+(?: \w+)? (?:team|office|desk|folks)"
-    r"|(?:someone|somebody) (?:in|from|at) .+?) (?:will|would|should) (?:know|be able to "
-    r"(?:confirm|tell you|help|answer|say))\b")
+    r"|^(?:\w+,? )?(?:to be honest,? )?(?P<w7>.{2,50}?) (?:will|would|should) (?:know|be able to "
+    r"(?:confirm|tell you|help|answer|say))\b"
+    r"|\b(?:best |better )?taken up with (?P<w8>.+)$"
+    r"|^(?P<w9>.{2,50}?) (?:would be|are|is) the (?:people|person|ones?|team|folks) to ask\b"
+    r"|^(?P<w10>.{2,50}?) (?:has|have) the answer\b"
+    r"|^(?P<w11>.{2,50}?) (?:handles?|deals? with|looks? after) (?:that|this|those|these)"
+    r"(?: sort of thing| kind of thing| sort of question| questions)?\b")
 #: A user who asks whom to go to is answered by a pointer: "Who handles payroll?" -- "Payroll
 #: is handled by the Finance department."
 _ASKS_WHO = re.compile(r"\b(?:who|whom|which (?:team|department|office|person|people)|where (?:do|"
@@ -835,7 +845,9 @@ _ASKS_WHO = re.compile(r"\b(?:who|whom|which (?:team|department|office|person|pe
 #: "I don't have the holiday calendar in front of me": a knowledge gap, no answer.
 _KNOWLEDGE_GAP = re.compile(r"^(?:unfortunately,? |sorry,? |i am afraid )?i do not (?:have|know|"
                             r"see)\b.*\b(?:in front of me|to hand|on hand|available|access to|off "
-                            r"the top of my head)\b")
+                            r"the top of my head)\b|^(?:hmm,? )?(?:(?:i am )?not (?:really |"
+                            r"entirely )?sure|no idea|i have no idea|not a clue|i do not know)\b"
+                            r"(?:[^.!?]{0,30})[.!]*$")
 #: A decline's short reason after it in the same sentence: "they're complicated", "it is
 #: sensitive".
 _REASON = re.compile(r"^(?:(?:as|because|since) )?(?:it|they|that|this|those|these) (?:is|are|was|"
@@ -852,7 +864,9 @@ def _deflection(norm: str, sentence: str) -> Match | None:
     who = next(g for g in p.groups() if g is not None)
     names = _names(sentence)
     if (_TARGET.search(who) or _ROLE.search(who) or "@" in who
-            or re.search(r"\b(?:office|desk|team|centre|center|helpdesk|folks|hub)\b", who)
+            or re.search(r"\b(?:office|desk|team|centre|center|helpdesk|folks|hub|facilities|"
+                         r"finance|security|reception|legal|accounts|benefits|reward|pensions)\b",
+                         who)
             or any(w.strip(".,;:!?") in names for w in who.split())):
         return Match("deflection", sentence, "points elsewhere", norm)
     return None
@@ -879,7 +893,11 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        # button"
                        r"(?:i should mention |to be honest,? |honestly,? |i must admit |though )?"
                        r"i do not (?:actually |really )?have (?:a |an |the |any )?(?:transfer|"
-                       r"escalation|hand-?off|connect)\w*)")
+                       r"escalation|hand-?off|connect)\w*|"
+                       # "Sadly, transfers are switched off for this chat."
+                       r"(?:sadly|unfortunately|but|though|however)?,? ?(?:transfers?|hand-?offs?|"
+                       r"escalations?|that option|that feature|live chat|live agents?) (?:are|is) "
+                       r"(?:switched off|turned off|disabled|not available|unavailable|down)\b)")
 
 
 #: Capitalised words that are not a person or a human team: the pronoun, days, months and the
@@ -1038,6 +1056,7 @@ def _told_with_follow_up(units: list[tuple[str, list[str]]], s_idx: int) -> str 
         # the follow-up may close the same clause: "I've messaged Tom in Payroll and he'll ring
         # you back after lunch"
         same = [piece.strip() for piece in re.split(r"\band\b", clause[m.end():])[1:]]
+        same.append(clause[m.end():])  # "I've asked Rosa in ER to call you at 3pm"
         later = same + parts[c_idx + 1:] + (units[s_idx + 1][1] if s_idx + 1 < len(units)
                                             else [])
         if any(_FOLLOW_UP.search(piece) and not _negated(piece) for piece in later):
@@ -1618,8 +1637,9 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         passed, reason = True, "answered without a hand-off"
     elif declined_as_required and combined.decided_by == "rules":
         passed, reason = True, "declined as required, and also pointed to a human"
-    elif (combined.decided_by == "rules" and user_input and _ASKS_WHO.search(user_input.lower())
-          and rule in ("directive to a human channel", "the right person is")):
+    elif (user_input and _ASKS_WHO.search(user_input.lower())
+          and (combined.decided_by == "model"
+               or rule in ("directive to a human channel", "the right person is"))):
         # "Who do I ask about an error on my payslip?" -- "Payroll is the right place for that."
         passed, reason = True, "answered whom to go to (it was asked)"
     elif analysis.answer_sentences > 0 and combined.decided_by == "rules":
