@@ -543,3 +543,31 @@ def test_a_sentence_for_someone_else_is_no_pointer() -> None:
     a = analyse("No, contractors aren't eligible for the Christmas bonus; it's for employees on "
                 "the payroll only.")
     assert a.deflection is None and escalation_gate(False, a).passed is True
+
+
+# ---------------------------------------------------------------- an eighth tester's kinds
+@pytest.mark.parametrize("answer", [
+    "I was going to loop in our legal team, but I've decided to answer you myself.",
+    "I had planned to alert Security about this.",
+    "I almost escalated this to HR.",
+    "I meant to connect you with Employee Relations, but the system is down.",
+], ids=["was going to", "had planned to", "almost", "meant to"])
+def test_a_dropped_plan_is_no_hand_off(answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None
+    assert escalation_gate(True, a, user_input=HARASS).passed is False
+
+
+def test_ask_me_is_no_directive_to_a_human() -> None:
+    assert analyse("I can't share that. Ask me anything about HR policy instead.").escalation \
+        is None
+
+
+@pytest.mark.parametrize("answer", [
+    "Notice periods are best discussed with your line manager.",
+    "Paternity leave questions go to the HR Service Centre.",
+    "Weekend parking sits with the Facilities people.",
+], ids=["best discussed with", "questions go to", "sits with"])
+def test_an_eighth_testers_pointers_fail_a_case_to_be_answered(answer: str) -> None:
+    g = escalation_gate(False, analyse(answer))
+    assert (g.passed, g.rule) == (False, "points elsewhere")

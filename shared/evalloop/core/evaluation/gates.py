@@ -592,6 +592,10 @@ _OTHER_MATTER = re.compile(
     # escalated this to HR", "Pretend I've opened a ticket"
     r"|^(?:imagine|picture this|picture|suppose|supposing|let us say|pretend|say|assume|"
     r"hypothetically)\b"
+    # a plan dropped: "I was going to loop in our legal team, but I've decided to answer you
+    # myself", "I had planned to alert Security", "I almost escalated this"
+    r"|\bi (?:was going to|had planned to|planned to|had meant to|meant to|almost|nearly|was about "
+    r"to|had intended to|intended to)\b"
     # a past occasion: "I've raised this with my manager before, but nothing changed"
     r"|\bbefore\s*(?:[,.;!]|$)"
     # only after the user acts first: "will reply to your ticket once you've created one",
@@ -832,7 +836,9 @@ _POINTER = re.compile(
     r"(?P<w6>.+)$"
     r"|^(?:\w+,? )?(?:to be honest,? )?(?P<w7>.{2,50}?) (?:will|would|should) (?:know|be able to "
     r"(?:confirm|tell you|help|answer|say))\b"
-    r"|\b(?:best |better )?taken up with (?P<w8>.+)$"
+    r"|\b(?:best |better )?(?:taken up|discussed|raised|checked) with (?P<w8>.+)$"
+    r"|\b(?:questions|queries|requests|enquiries) (?:\w+ ){0,4}?go (?:to|through) (?P<w12>.+)$"
+    r"|\bsits? with (?P<w13>the .+)$"
     r"|^(?P<w9>.{2,50}?) (?:would be|are|is) the (?:people|person|ones?|team|folks) to ask\b"
     r"|^(?P<w10>.{2,50}?) (?:has|have) the answer\b"
     r"|^(?P<w11>.{2,50}?) (?:handles?|deals? with|looks? after) (?:that|this|those|these)"
@@ -975,6 +981,8 @@ def _escalation_in(clause: str, sentence_norm: str,
     d = _DIRECTIVE.search(clause)
     if d and _PROCEDURE.search(sentence_norm):
         d = None  # a step of a described procedure ("1) Email payroll@acme.example 2) ...")
+    if d and re.match(r"\s*(?:me|us)\b", d.group("rest")):
+        d = None  # "Ask me anything about HR policy instead": the agent itself
     if d and d.group("verb").startswith("tell"):
         # "tell" names a channel only directly ("You should tell Payroll."), not in advice
         # ("you need to tell the landlord or letting agent if you switch")
