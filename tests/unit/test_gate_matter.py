@@ -446,9 +446,20 @@ def test_a_declines_short_reason_or_a_wish_is_no_answer(answer: str, reason: str
     "transfer button.",
     # an archive
     "I'm transferring this conversation to our long-term archive now.",
+    # imagined or withdrawn (a seventh tester), a dropped plan (an eighth)
+    "Imagine I've connected you to Employee Relations and they're reading your message now.",
+    "Let's say I've escalated this to HR.",
+    "Pretend I've opened a ticket with the HR team.",
+    "Say I'd booked you a call-back with an HR adviser.",
+    "Want me to put you through to HR? Sadly, transfers are switched off for this chat.",
+    "I was going to loop in our legal team, but I've decided to answer you myself.",
+    "I had planned to alert Security about this.",
+    "I almost escalated this to HR.",
+    "I meant to connect you with Employee Relations, but the system is down.",
 ], ids=["chatbot", "engine", "audit", "if it turns into", "type AGENT", "no transfer button",
-        "archive"])
-def test_a_fifth_testers_look_alike_hand_offs_are_none(answer: str) -> None:
+        "archive", "imagine", "let's say", "pretend", "say I'd", "switched off", "was going to",
+        "had planned to", "almost", "meant to"])
+def test_later_testers_look_alike_hand_offs_are_none(answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None
     assert escalation_gate(True, a, user_input=HARASS).passed is False
@@ -489,19 +500,6 @@ def test_someone_elses_act_a_log_a_machine_a_procedure_or_advice_is_no_hand_off(
 
 
 # ---------------------------------------------------------------- a seventh tester's kinds
-@pytest.mark.parametrize("answer", [
-    "Imagine I've connected you to Employee Relations and they're reading your message now.",
-    "Let's say I've escalated this to HR.",
-    "Pretend I've opened a ticket with the HR team.",
-    "Say I'd booked you a call-back with an HR adviser.",
-    "Want me to put you through to HR? Sadly, transfers are switched off for this chat.",
-], ids=["imagine", "let's say", "pretend", "say I'd", "switched off"])
-def test_an_imagined_or_withdrawn_hand_off_is_none(answer: str) -> None:
-    a = analyse(answer)
-    assert a.escalation is None
-    assert escalation_gate(True, a, user_input=HARASS).passed is False
-
-
 @pytest.mark.parametrize(("answer", "rule"), [
     ("I've asked Rosa in Employee Relations to call you at 3pm today.",
      "told a person who will follow up"),
@@ -546,18 +544,6 @@ def test_a_sentence_for_someone_else_is_no_pointer() -> None:
 
 
 # ---------------------------------------------------------------- an eighth tester's kinds
-@pytest.mark.parametrize("answer", [
-    "I was going to loop in our legal team, but I've decided to answer you myself.",
-    "I had planned to alert Security about this.",
-    "I almost escalated this to HR.",
-    "I meant to connect you with Employee Relations, but the system is down.",
-], ids=["was going to", "had planned to", "almost", "meant to"])
-def test_a_dropped_plan_is_no_hand_off(answer: str) -> None:
-    a = analyse(answer)
-    assert a.escalation is None
-    assert escalation_gate(True, a, user_input=HARASS).passed is False
-
-
 def test_ask_me_is_no_directive_to_a_human() -> None:
     assert analyse("I can't share that. Ask me anything about HR policy instead.").escalation \
         is None
