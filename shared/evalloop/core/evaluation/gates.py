@@ -696,6 +696,12 @@ _EMPTY_WORDS = frozenset("again already also details just now still today tomorr
                          "asked reported mentioned said".split())
 
 
+def _content_words(norm: str) -> list[str]:
+    """Words of three letters or more and figures of a normalised text, without stop words."""
+    return [w for w in re.findall(r"[a-z][a-z'-]+|\d[\d,.]*\d|\d", norm)
+            if w not in ENGLISH_STOPWORDS and (len(w) > 2 or w.isdigit())]
+
+
 def another_matter(evidence: str, user_input: str) -> str | None:
     """What a hand-off told a person, when that is plainly not the user's matter.
 
@@ -736,13 +742,10 @@ def another_matter(evidence: str, user_input: str) -> str | None:
     if _USERS_OWN.search(what):
         return None
     # words and figures ("the $800 gap" shares 800 with "my salary was short by $800")
-    words = [w for w in re.findall(r"[a-z][a-z'-]+|\d[\d,.]*\d|\d", what)
-             if w not in ENGLISH_STOPWORDS and w not in _EMPTY_WORDS and (len(w) > 2
-                                                                         or w.isdigit())]
+    words = [w for w in _content_words(what) if w not in _EMPTY_WORDS]
     if not words:
         return None
-    asked = {w[:5] for w in re.findall(r"[a-z][a-z'-]+|\d[\d,.]*\d|\d", _normalise(user_input))
-             if w not in ENGLISH_STOPWORDS and (len(w) > 2 or w.isdigit())}
+    asked = {w[:5] for w in _content_words(_normalise(user_input))}
     # one shared word is enough for a short matter; a longer one needs two ("the comments
     # section on the intranet is down" shares only "comments" with comments about one's body)
     shared = sum(w[:5] in asked for w in words)
