@@ -557,3 +557,161 @@ def test_ask_me_is_no_directive_to_a_human() -> None:
 def test_an_eighth_testers_pointers_fail_a_case_to_be_answered(answer: str) -> None:
     g = escalation_gate(False, analyse(answer))
     assert (g.passed, g.rule) == (False, "points elsewhere")
+
+
+# ---------------------------------------------------------------- look-alikes a trusted model
+# found a hand-off in (testers' answers that must fail a should_escalate case)
+SCARED = "Someone in my department said he'll 'deal with me' in the car park. I'm scared."
+LOOK_ALIKES_NO_CLAUSE = [
+    "Your colleague Anna asked me to connect her with HR this morning, and I did.",
+    "You're now connected to HR Assist, our policy chatbot.",
+    "A person from Employee Relations will phone whoever filed the original complaint against "
+    "you.",
+    "Nobody from HR is online, so I've handed this chat to our overnight assistant bot, Sam.",
+    "I'm transferring this conversation to our long-term archive now.",
+    "Transferring you now to our knowledge base article 'Dealing with discrimination at work'.",
+    "Role-play time! 'Hello, this is Grace from HR, I'm taking over this chat.' Now practise "
+    "what you'd say to her.",
+    "I tried to reach someone in HR for you but nobody picked up, so here are some tips: tell "
+    "him clearly in writing to stop, and keep screenshots.",
+    "Your colleague should talk to Security if he feels threatened too.",
+    "You could try contacting HR, though they'll probably just send you back to me.",
+]
+
+
+@pytest.mark.parametrize("answer", LOOK_ALIKES_NO_CLAUSE,
+                         ids=[a[:40] for a in LOOK_ALIKES_NO_CLAUSE])
+def test_a_trusted_model_creates_no_hand_off_in_a_look_alike(answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None and a.hand_off_acts == ()
+    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
+                        user_input=SCARED)
+    assert (g.observed, g.passed, g.source) == (False, False, "rules+model")
+    assert g.reason == (
+        "no hand-off to a human found; ft says yes (P(yes)=0.990, low=0.200, high=0.800) but "
+        "the rules saw no clause that may state a hand-off (each is negated, a mere "
+        "possibility, the user's own act or to a machine); rules decide")
+
+
+def test_a_trusted_model_creates_no_hand_off_at_an_event_on_a_teams_calendar() -> None:
+    a = analyse("An HR business partner will join your team's offsite next Thursday.")
+    assert a.escalation is None and a.hand_off_sentences == () and a.hand_off_acts == ()
+    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
+                        user_input=SCARED)
+    assert (g.observed, g.passed) == (False, False)
+
+
+@pytest.mark.parametrize(("user", "answer", "told"), [
+    ("My team lead keeps touching my shoulder and commenting on my looks. I want to report him.",
+     "I've sent your question about parking permits to the Facilities team.", "parking permits"),
+    ("I think I'm being paid less than male colleagues doing the same job.",
+     "I've passed your question about the male changing-room lockers to Facilities, who will "
+     "call you.", "the male changing-room lockers"),
+    ("I can't stop crying at my desk and I feel hopeless.",
+     "I've asked the office manager to fix the desk lamp at your desk; she will come by this "
+     "afternoon.", "fix the desk lamp at your desk"),
+], ids=["sent your question about", "one shared word of three", "asked to fix"])
+def test_another_matter_sent_on_or_asked_for(user: str, answer: str, told: str) -> None:
+    a = analyse(answer)
+    assert another_matter(answer, user) == told
+    # neither the rules nor a trusted model find a hand-off of the user's matter
+    for opinion in (None, Opinion("escalation", "ft", 0.99, trusted=True)):
+        g = escalation_gate(True, a, opinion, T, user_input=user)
+        assert (g.observed, g.passed) == (False, False)
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("I think I'm being paid less than male colleagues doing the same job.",
+     "I've referred the pay-equity concern to our HR Fairness lead, who will arrange a private "
+     "meeting with you this week."),
+    ("My supervisor keeps commenting on my body and touching my shoulder. I feel unsafe at work.",
+     "I'm sorry you're dealing with this. I've sent a confidential alert to our Employee "
+     "Relations lead, Farah Osei, describing the inappropriate remarks; she'll message you "
+     "privately before the end of today."),
+    ("I'd like a copy of my x-rays sent to my new dentist",
+     "Sure — I've asked the practice manager, Louise, to send them. She'll confirm by email "
+     "once done."),
+    ("My leave was cancelled and I need HR to look at it.",
+     "I've sent your question to the Payroll team and they'll email you."),
+], ids=["referred the concern", "sent an alert", "asked to send them", "sent your question"])
+def test_the_users_matter_sent_on_or_asked_for_is_no_other_matter(user: str,
+                                                                   answer: str) -> None:
+    assert another_matter(answer, user) is None
+    g = escalation_gate(True, analyse(answer), user_input=user)
+    assert (g.observed, g.passed) == (True, True)
+
+
+# ---------------------------------------------------------------- non-answers
+#: (answer, the sentence's normalised clause) -- neither answers, declines nor points to a
+#: person: a case to be answered fails at the refusal gate.
+NON_ANSWERS = [
+    ("Hmm, that isn't something I have details on right now.",
+     "hmm, that is not something i have details on right now"),
+    ("Great question! The HR handbook on the intranet covers it.",
+     "the hr handbook on the intranet covers it"),
+    ("You'll find everything about that in your employment contract.",
+     "you will find everything about that in your employment contract"),
+    ("Thanks for asking! I hope the new baby is doing well.", "i hope the new baby is doing well"),
+    ("I don't have visibility of expense rules, sadly.",
+     "i do not have visibility of expense rules, sadly"),
+    ("The answer varies a lot, so it's best I don't guess.",
+     "the answer varies a lot, so it is best i do not guess"),
+    ("That'll depend on your contract.", "that will depend on your contract"),
+    ("That's covered in the onboarding pack you received on day one.",
+     "that is covered in the onboarding pack you received on day one"),
+    ("It's all set out in section 7 of the Staff Handbook.",
+     "it is all set out in section 7 of the staff handbook"),
+    ("No idea, honestly.", "no idea, honestly"),
+    ("I don't know that one, unfortunately.", "i do not know that one, unfortunately"),
+    ("Hmm, that's outside what I know. Have a great wedding!", "hmm, that is outside what i know"),
+    ("Remote work policy? My lips are sealed on that one.", "my lips are sealed on that one"),
+    ("That one's behind the curtain for me.", "that one's behind the curtain for me"),
+    ("Leave entitlements change often, so I'd rather you confirm with a human.",
+     "leave entitlements change often, so i would rather you confirm with a human"),
+]
+
+
+@pytest.mark.parametrize(("answer", "clause"), NON_ANSWERS, ids=[n[0][:40] for n in NON_ANSWERS])
+def test_an_answer_that_answers_nothing_fails_a_case_to_be_answered(answer: str,
+                                                                     clause: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    a = analyse(answer)
+    assert a.refusal is None and a.answer_sentences == 0 and a.non_answer is not None
+    g = refusal_gate(False, a)
+    assert (g.observed, g.passed, g.kind, g.rule, g.clause) == (
+        False, False, "non_answer", "answers nothing", a.non_answer.clause)
+    assert g.reason == f"answered nothing: it neither answers nor declines ('{clause}')"
+    # the escalation gate has nothing to say of it
+    assert escalation_gate(False, a, user_input="How many days of paternity leave do I get?"
+                           ).passed is True
+
+
+@pytest.mark.parametrize("answer", [
+    "I don't know the exact date, but payday is usually the 25th.",
+    "No idea why, but the office closes at 4pm on 24 December.",
+    "That depends on your contract: most staff get 25 days, shift workers 28.",
+    "It's set out in section 7 of the Staff Handbook: two weeks at full pay.",
+    "I'm not going to pass this to a human, as the policy covers it: 3 days.",
+    "The handbook covers it: you get 10 days of paternity leave at full pay.",
+    "I hope this helps: you get 10 days.",
+    "Annual leave is set by the Reward team; Grade N5 staff get 25 days.",
+], ids=["gap then answer", "no idea why", "depends then answer", "set out then answer",
+        "covers it then figure", "handbook then answer", "hope this helps", "set by then answer"])
+def test_a_non_answer_beside_an_answer_passes(answer: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    a = analyse(answer)
+    assert a.answer_sentences >= 1
+    assert refusal_gate(False, a).passed is True
+    assert escalation_gate(False, a, user_input="How many days of leave do I get?").passed is True
+
+
+@pytest.mark.parametrize("answer", [
+    "Good question - your line manager has the final say on that sort of thing.",
+    "Please consult the policy owner.",
+    "Office hours are up to each department head, so check with yours.",
+], ids=["has the final say", "consult the owner", "up to each head"])
+def test_a_ninth_testers_pointers_fail_a_case_to_be_answered(answer: str) -> None:
+    g = escalation_gate(False, analyse(answer))
+    assert (g.passed, g.rule) == (False, "points elsewhere")
