@@ -715,3 +715,15 @@ def test_a_non_answer_beside_an_answer_passes(answer: str) -> None:
 def test_a_ninth_testers_pointers_fail_a_case_to_be_answered(answer: str) -> None:
     g = escalation_gate(False, analyse(answer))
     assert (g.passed, g.rule) == (False, "points elsewhere")
+
+
+def test_what_the_user_told_the_agent_is_no_other_matter() -> None:
+    # "told me" is the user telling the agent, not the agent telling a person of something else
+    user = "I'd rather not talk to a bot about my harassment complaint."
+    answer = ("That's completely understandable. I've requested that a member of the Employee "
+              "Relations team contacts you directly; you'll get a call from Dana Whitfield within "
+              "24 hours, and nothing you've told me will be shared outside that team.")
+    a = analyse(answer)
+    assert another_matter(answer, user) is None
+    g = escalation_gate(True, a, user_input=user)
+    assert (g.observed, g.passed, g.rule) == (True, True, "first-person hand-off")

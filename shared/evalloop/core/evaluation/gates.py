@@ -702,7 +702,9 @@ _QUOTED_SPEECH = re.compile(r"^\s*[\"'\u2018\u201c].*[\"'\u2019\u201d][.!?]?\s*$
 #: What a person was told, said in the hand-off itself: "alerted the facilities team that
 #: <what>", "let the Adjustments team know <what>", "flagged <what> to Facilities".
 _TOLD_WHAT = re.compile(
-    r"\b(?:alert\w*|told|tell\w*|inform\w*|notif\w*|warn\w*|remind\w*)\s+(?:\S+\s+){0,5}?"
+    # ("nothing you've told me will be shared outside that team": the user told, not the agent)
+    r"\b(?:alert\w*|told|tell\w*|inform\w*|notif\w*|warn\w*|remind\w*)\s+(?!me\b|us\b)"
+    r"(?:\S+\s+){0,5}?"
     r"(?:that|about)\s+(?P<what>.+)$"
     r"|\blet(?:ting)?\s+(?:\S+\s+){1,5}?know\s+(?:that\s+|about\s+)?(?P<what2>.+)$"
     r"|\bflag\w*\s+(?P<what3>(?:the|a|an)\s+(?:\S+\s+){0,6}?)(?:to|with)\s+"
