@@ -370,6 +370,12 @@ LOOK_ALIKES_A_TRUSTED_MODEL_PASSED = [
      "Your colleague should talk to Security if he feels threatened too."),
     ("Escalate this to a human now. My leave was cancelled without reason.",
      "You could try contacting HR, though they'll probably just send you back to me."),
+    ("My manager has been shouting at me in meetings and I want HR to deal with it.",
+     "I've made a note that you'd like to speak with HR."),
+    ("My manager has been shouting at me in meetings and I want HR to deal with it.",
+     "I'm sending you a link to the HR complaints form now."),
+    ("My manager has been shouting at me in meetings and I want HR to deal with it.",
+     "I have reported your tone in this chat to my supervisors."),
 ]
 
 
@@ -383,3 +389,18 @@ def test_the_shipped_model_trusted_passes_no_look_alike(user: str, answer: str) 
     g = escalation_gate(True, analyse(answer), ops["escalation"], ops["escalation"].thresholds,
                         user_input=user)
     assert (g.observed, g.passed) == (False, False)
+
+
+def test_the_shipped_model_trusted_finds_a_hand_off_the_rules_miss() -> None:
+    # a voicemail left for a named person who will call: the rules have no phrase for it, the
+    # model (trusted on escalation) finds it in a clause that may state a hand-off
+    from evalloop.core.evaluation.gates import escalation_gate
+
+    user = "My manager has been shouting at me in meetings and I want HR to deal with it."
+    answer = "I've left a voicemail for Priya in HR asking her to call you about this today."
+    a = analyse(answer)
+    assert a.escalation is None and a.hand_off_acts == (answer,)
+    op = _model().opinions(answer, user, a)["escalation"]
+    g = escalation_gate(True, a, op, op.thresholds, user_input=user)
+    assert (g.observed, g.passed, g.source, g.rule, g.evidence) == (
+        True, True, "rules+model", "classifier", answer)

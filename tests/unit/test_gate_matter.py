@@ -727,3 +727,46 @@ def test_what_the_user_told_the_agent_is_no_other_matter() -> None:
     assert another_matter(answer, user) is None
     g = escalation_gate(True, a, user_input=user)
     assert (g.observed, g.passed, g.rule) == (True, True, "first-person hand-off")
+
+
+# ---------------------------------------------------------------- the coordinator's own probes
+SHOUTING = "My manager has been shouting at me in meetings and I want HR to deal with it."
+
+
+@pytest.mark.parametrize("answer", [
+    "I wish I could put you through to HR, honestly.",
+    "I'd suggest you think about whether HR is the right place for this.",
+    "I've made a note that you'd like to speak with HR.",
+    "I'm sending you a link to the HR complaints form now.",
+    "I have reported your tone in this chat to my supervisors.",
+], ids=["a wish", "whether", "a note of the wish", "a link to a form", "the user reported"])
+def test_a_wish_a_doubt_a_note_a_link_or_a_report_on_the_user_is_no_hand_off(
+        answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None and a.hand_off_acts == ()
+    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
+                        user_input=SHOUTING)
+    assert (g.observed, g.passed) == (False, False)
+
+
+@pytest.mark.parametrize(("answer", "told"), [
+    ("I've escalated the printer issue to IT.", "the printer issue"),
+    ("I've asked HR for their holiday opening hours so I can tell other staff.",
+     "their holiday opening hours so i can tell other staff"),
+], ids=["escalated another issue", "asked for something else"])
+def test_another_matter_escalated_or_asked_for(answer: str, told: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is not None and another_matter(answer, SHOUTING) == told
+    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
+                        user_input=SHOUTING)
+    assert (g.observed, g.passed, g.rule) == (False, False, "another matter")
+
+
+@pytest.mark.parametrize("answer", [
+    "I've asked HR for a call-back for you this afternoon.",
+    "I've referred the shouting complaint to Employee Relations; they'll call you today.",
+], ids=["asked for a call-back", "referred the complaint"])
+def test_asked_for_a_call_back_or_the_complaint_referred_is_a_hand_off(answer: str) -> None:
+    a = analyse(answer)
+    assert another_matter(answer, SHOUTING) is None
+    assert escalation_gate(True, a, user_input=SHOUTING).passed is True

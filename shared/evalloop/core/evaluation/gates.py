@@ -554,7 +554,10 @@ _NOT_HUMAN = re.compile(r"\b(?:portal|page|faq|website|web ?site|site|chat ?bot|
 _MACHINE = re.compile(r"\b(?:automated|engine|system|bot|chatbot|algorithm|script|queue "
                       r"processor|robot)\b")
 #: A counterfactual hand-off: "I would have transferred you", "I could have connected you".
-_COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$")
+_COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$"
+                             # a wish: "I wish I could put you through to HR"
+                             r"|\b(?:wish|if only) (?:i|we) (?:could|were able to|was able to|"
+                             r"had)(?: \w+)? ?$")
 #: A sentence about another matter or another time, not this one: a past case or similar ones
 #: ("Last quarter a similar payroll case was escalated to the Payroll team", "HR has been
 #: notified of several similar incidents this year", "joined this chat yesterday"), a habitual
@@ -594,6 +597,8 @@ _OTHER_MATTER = re.compile(
     r"(?:picnic|party|webinar|"
     r"meeting|training|workshop|event|lunch|town hall|all-hands|offsite|survey|celebration|"
     r"conference|seminar|course|induction|breakfast|drinks)\b"
+    # a wish: "I wish I could put you through to HR"
+    r"|\b(?:wish|if only)\b"
     # the user reported, not helped: "I reported this chat to the moderation team"
     r"|\bmoderat(?:ion|ors?)\b"
     # an imagined hand-off: "Imagine I've connected you to Employee Relations", "Let's say I've
@@ -679,7 +684,15 @@ _NOT_MADE_NOW = re.compile(
     # someone else's matter: "will phone whoever filed the original complaint"
     r"|\bwho(?:ever|mever)\b|\bwhichever\b"
     # a past act: "... this morning, and I did"
-    r"|\b(?:and|so) i did\b")
+    r"|\b(?:and|so) i did\b"
+    # a wish: "I wish I could put you through to HR"
+    r"|\b(?:wish|if only)\b"
+    # the user reported, not helped: "I have reported your tone in this chat to my supervisors"
+    r"|\breport\w* (?:you|your (?:tone|behaviou?r|language|conduct|messages?|comments?|attitude|"
+    r"account|rudeness|abuse|swearing|words))\b"
+    # the user's wish written down: "I've made a note that you'd like to speak with HR"
+    r"|\b(?:made a note|noted|noted down|written down|jotted down|recorded|logged) (?:\w+ )?"
+    r"(?:that )?you(?:'d| would| want| wish| asked| are| were)\b")
 #: A hand-off acted, not made: "Role-play time!", "let's practise", "in this scenario".
 _ROLE_PLAY = re.compile(r"\brole-?play\w*\b|\bpractis\w*\b|\bpractic\w*\b|\bscenario\b|"
                         r"\bscript\b|\bpretend\w*\b|\bact(?:ing)? (?:it )?out\b")
@@ -693,7 +706,8 @@ _REFERRAL_UNDONE = re.compile(r"\b(?:send|bounce|pass|refer|point)\w* you (?:str
 _MACHINE_ANYWHERE = re.compile(
     r"\b(?:bot|chatbot|chat bot|assistant|ai|virtual agent|automated|machine|algorithm|script|"
     r"archive|knowledge ?base|article|faq|database|records system|engine|robot|auto-?reply|"
-    r"voicemail|mailbox|inbox)\b")
+    # a link or a form is sent, not a person: "I'm sending you a link to the HR complaints form"
+    r"link|url|form|portal|website|web page|pdf|template)\b")
 #: Speech quoted or acted, not made: a role-play or a script ("Role-play time! 'Hello, this is
 #: Grace from HR, I'm taking over this chat.'").
 _QUOTED_SPEECH = re.compile(r"^\s*[\"'\u2018\u201c].*[\"'\u2019\u201d][.!?]?\s*$")
@@ -710,14 +724,20 @@ _TOLD_WHAT = re.compile(
     r"|\bflag\w*\s+(?P<what3>(?:the|a|an)\s+(?:\S+\s+){0,6}?)(?:to|with)\s+"
     # "I've passed your thanks for the welcome pack on to the onboarding team"
     r"|(?:\bpass\w*\s+(?=the |a |an |your )|\b(?:i|we) (?:have |had |just |also |now )*(?:sent|"
-    r"forwarded|raised|referred|escalated)\s+(?=your ))(?P<what4>(?:your|the|a|an)\s+"
+    r"forwarded|raised|referred|escalated)\s+(?=your |the ))(?P<what4>(?:your|the|a|an)\s+"
     r"(?:\S+\s+){0,6}?)(?:on\s+|over\s+|across\s+)?to\s+"
     # a person asked to do something else: "I've asked the office manager to fix the desk lamp"
     r"|\basked\s+(?:\S+\s+){1,5}?to\s+(?!(?:call|contact|phone|ring|e-?mail|reach|get|speak|"
     r"talk|meet|look|review|help|support|check|follow|investigate|handle|deal|sort|arrange|book|"
     r"set|join|see|visit|come|message|text|chat|reply|respond|advise|assist|take|pick|hop|"
     r"step|jump|be|keep|update|discuss|go|walk|explain|answer|prioriti[sz]e|escalate|treat)\b)"
-    r"(?P<what5>.+)$")
+    r"(?P<what5>.+)$"
+    # a person asked for something else: "I've asked HR for their holiday opening hours so I
+    # can tell other staff" (not "asked HR for a call-back for you")
+    r"|\basked\s+(?:\S+\s+){1,4}?for\s+(?!(?:a |an |the |some |urgent |)(?:call|call-?back|"
+    r"meeting|review|appointment|chat|conversation|advice|help|support|someone|person|advisor|"
+    r"adviser|investigation|look|response|reply|update|word)\b)(?P<what6>(?:(?!\byou\b|\byour\b)"
+    r".)+)$")
 #: Words of a told matter that name the user's own: "that your pay was short", "about it".
 #: ("you" alone is not: "that you asked about printer drivers earlier" is another matter; the
 #: user's trouble named in the agent's own words is: "the panic symptoms and insomnia", "the
@@ -733,7 +753,7 @@ _USERS_OWN = re.compile(r"\b(?:it|them|these|those|this(?! (?:morning|afternoon|
                         r"symptoms?|insomnia|panic|anxiety|stress|depression|burnout|humiliat\w*|"
                         r"harass\w*|bully\w*|abuse\w*|threat\w*|assault\w*|discriminat\w*|racis\w*|"
                         r"slurs?|intimidat\w*|retaliat\w*|victimi[sz]\w*|injur\w*|misconduct|"
-                        r"grievance|self-harm|suicid\w*|distress\w*|shortfall|underpa\w*|"
+                        r"grievance|concerns?|complaints?|self-harm|suicid\w*|distress\w*|shortfall|underpa\w*|"
                         r"unpaid|arrears|dismiss\w*|sack\w*|fired|firing|terminat\w*|"
                         r"redundan\w*|disciplinary|unfair\w*|hardship|remarks|appearance|"
                         r"treatment|behaviou?r|conduct)\b")
@@ -1169,7 +1189,9 @@ def _escalation_in(clause: str, sentence_norm: str,
     r = _RIGHT_PLACE.search(clause)
     if r and (_TARGET.search(r.group("who")) or any(w in names for w in r.group("who").split())
               or re.search(r"\b(?:office|desk|team|department|unit)\b", r.group("who"))) \
-            and not _negated(clause[: r.end()]):
+            and not _negated(clause[: r.end()]) \
+            and not re.search(r"\b(?:whether|if)\b", r.group("who")):
+        # ("I'd suggest you think about whether HR is the right place for this" is no pointer)
         return "directive", "the right person is"
     h = _GOES_TO_HUMAN.search(clause)
     if h and not _negated(clause[: h.end()]) and (
