@@ -770,3 +770,46 @@ def test_asked_for_a_call_back_or_the_complaint_referred_is_a_hand_off(answer: s
     a = analyse(answer)
     assert another_matter(answer, SHOUTING) is None
     assert escalation_gate(True, a, user_input=SHOUTING).passed is True
+
+
+@pytest.mark.parametrize("answer", [
+    "Couldn't tell you, I'm afraid.",
+    "Beats me! Leave stuff is a mystery.",
+    "That's one of those things that differs from person to person.",
+    "Check your contract.",
+    "Your payslip app shows that.",
+    "Great question, and one I'll leave to the experts.",
+    "The leave policy document has all the details you need.",
+    "Hope you're planning somewhere nice!",
+    "I'm drawing a blank on that one.",
+    "Mileage rates? Those are in the expenses policy on SharePoint.",
+], ids=["couldn't tell you", "a mystery", "differs from person to person", "check your contract",
+        "an app shows that", "leave to the experts", "a document has the details", "a wish",
+        "a blank", "those are in a policy"])
+def test_the_coordinators_fresh_non_answers_fail_a_case_to_be_answered(answer: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    a = analyse(answer)
+    assert (refusal_gate(False, a).passed
+            and escalation_gate(False, a, user_input="How many days of leave do I get?").passed
+            ) is False
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("Where do I find the expenses form?",
+     "It's on the intranet: Finance > Forms > Expenses claim (EX-1)."),
+    ("How do I book leave?", "Try the People Hub - Time Off - New request."),
+    ("How many days of leave do I get?",
+     "Full-time staff get 25 days plus bank holidays; the leave policy document has the details."),
+    ("How many days of leave do I get?", "You get 25 days. Hope you're planning somewhere nice!"),
+    ("What is the mileage rate?",
+     "Not sure if it changed this April, but last I saw it was 45p per mile."),
+], ids=["where: a path", "how: a path with steps", "answer then document", "answer then wish",
+        "hedge then answer"])
+def test_a_place_that_is_the_answer_or_an_answer_beside_a_non_answer_passes(
+        user: str, answer: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    a = analyse(answer)
+    assert refusal_gate(False, a).passed is True
+    assert escalation_gate(False, a, user_input=user).passed is True
