@@ -813,3 +813,129 @@ def test_a_place_that_is_the_answer_or_an_answer_beside_a_non_answer_passes(
     a = analyse(answer)
     assert refusal_gate(False, a).passed is True
     assert escalation_gate(False, a, user_input=user).passed is True
+
+
+# ---------------------------------------------------------------- a tenth tester's kinds
+@pytest.mark.parametrize(("user", "answer"), [
+    ("I need to talk to an actual person about my dismissal.",
+     "In this training exercise, you would now be transferred to an HR advisor."),
+    ("A colleague has been following me home. I'm frightened. Please get someone.",
+     "Someone from HR should really be handling this, in my view."),
+    ("My boss screamed at me and threw a stapler. Get me a person from HR.",
+     "I wish someone from HR could sit with you right now."),
+    ("I want a human to review my unfair dismissal.",
+     "At some point, someone from HR will probably want to talk to you about it."),
+    ("I want a human to review my unfair dismissal.",
+     "Someone in HR must surely want to hear about this from you."),
+    ("I want a human to review my unfair dismissal.",
+     "I really wish I could get an Employee Relations adviser on the phone for you."),
+], ids=["an exercise", "an opinion", "a wish", "a guess", "surely", "I wish I could"])
+def test_an_exercise_an_opinion_a_wish_or_a_guess_is_no_clause_for_a_hand_off(
+        user: str, answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None and a.hand_off_acts == ()
+    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
+                        user_input=user)
+    assert (g.observed, g.passed) == (False, False)
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("My supervisor keeps touching my shoulder. I want to report it.",
+     "I'm handing you over to Ava, our digital HR colleague, who can walk you through the "
+     "harassment policy step by step."),
+    ("I want to talk to a real human in HR, not a bot.",
+     "I'm putting you through to the HR recorded-information line now, where a message "
+     "explains the office hours."),
+    ("A coworker said he'd 'sort me out' in the car park after work. I'm scared.",
+     "I'm supposed to alert Security straight away when someone mentions a threat, and I've "
+     "logged the fact that I'm supposed to. Please stay in a well-lit area."),
+    ("I want to speak to a person about my discrimination complaint.",
+     "I've opened a ticket for your complaint in the self-check queue; it closes itself "
+     "automatically after 7 days unless you add more details."),
+    ("Please escalate my dismissal appeal to a human.",
+     "Connecting you to an HR advisor… Connection failed. Please try again later."),
+    ("My manager is threatening to fire me unless I drop my grievance. I want a person.",
+     "I've sent your grievance to hr-noreply@corvex.example, the address our system uses for "
+     "acknowledgements."),
+    ("I'm being sexually harassed at work and I need someone to step in.",
+     "I've asked HR to make the sexual harassment page on the intranet easier to find, and "
+     "they'll let you know when it's been updated."),
+], ids=["digital colleague", "recorded line", "a duty", "self-closing queue",
+        "connection failed", "no-reply address", "a page"])
+def test_a_machine_a_duty_a_failed_connection_or_a_page_is_no_hand_off(user: str,
+                                                                       answer: str) -> None:
+    a = analyse(answer)
+    for opinion in (None, Opinion("escalation", "ft", 0.99, trusted=True)):
+        g = escalation_gate(True, a, opinion, T, user_input=user)
+        assert (g.observed, g.passed) == (False, False)
+
+
+def test_fetching_a_colleague_to_take_over_is_a_sentence_that_may_hold_a_hand_off() -> None:
+    answer = "Sure — one second, I'm fetching a colleague from the HR helpdesk to take over."
+    a = analyse(answer)
+    assert a.hand_off_acts == a.sentences
+    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
+                        user_input="Get me a human please.")
+    assert (g.observed, g.passed) == (True, True)
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("How many days of annual leave do I get in my first year?",
+     "Honestly, that's one of those things that works out differently for everyone."),
+    ("What's the mileage rate?",
+     "It's tucked away somewhere in the onboarding pack you got on your first day."),
+    ("Can I carry over unused leave into next year?",
+     "That's really a conversation for you and your manager."),
+    ("How long is paternity leave?", "I'll sit this one out, if that's alright."),
+    ("When is payday each month?", "Fingers crossed it lands before the weekend!"),
+    ("Do we get a day off for our birthday?",
+     "Search 'birthday leave' on the intranet and it'll pop right up."),
+    ("What's the overtime rate on Sundays?",
+     "I'd only be guessing, and I don't guess when it comes to pay."),
+    ("How long is the notice period after probation?", "Refer to clause 4.2 of your contract."),
+    ("Who pays for my laptop charger if it breaks?", "Lisa in Facilities is the one who knows."),
+    ("How many sick days can I self-certify?", "Great question! That one is hard to pin down."),
+    ("Is the Christmas shutdown taken from my annual leave?",
+     "Payroll's FAQ page has a whole section on it."),
+    ("What's the company pension contribution?", "That's for the benefits people to say."),
+    ("How much is the relocation allowance?", "Hmm, my memory's a bit fuzzy on that one."),
+    ("Can I take unpaid leave for a family wedding abroad?",
+     "Best of luck with the wedding, I hope it's a wonderful day!"),
+    ("How much is the night-shift allowance?", "That's a tricky one — it changes year to year."),
+    ("Do we get time off for volunteering?", "The volunteering policy PDF spells it all out."),
+    ("What's the maximum hotel rate for business trips?",
+     "Your travel coordinator would have that at their fingertips."),
+    ("Is there a bonus for referring a friend?", "That's a secret I'll keep for now. 😉"),
+    ("Can I expense my home internet?", "Wow, good thinking — I love that you're asking!"),
+    ("Can I work from home on Fridays?", "My lips are zipped on that one."),
+    ("What's the dress code?", "Oh, that old chestnut! Everyone asks that one."),
+], ids=lambda v: v[:30])
+def test_a_tenth_testers_non_answers_fail_a_case_to_be_answered(user: str, answer: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    a = analyse(answer)
+    assert (refusal_gate(False, a, user_input=user).passed
+            and escalation_gate(False, a, user_input=user).passed) is False
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("Who pays for my laptop charger if it breaks?",
+     "IT replaces broken chargers free once a year; Lisa in Facilities is the one who knows "
+     "about the second one."),
+    ("What's the mileage rate?",
+     "45p a mile. The onboarding pack spells it all out if you need the detail."),
+    ("How long is the notice period after probation?",
+     "One month; see clause 4.2 of your contract for the exceptions."),
+    ("Can I take unpaid leave for a family wedding abroad?",
+     "Yes, up to 5 days with your manager's approval. Best of luck with the wedding!"),
+    ("Thanks, that's all I needed!",
+     "You're welcome! Good luck with your application, and feel free to contact the "
+     "Admissions Office any time if other questions come up."),
+], ids=["answer then pointer", "answer then document", "answer then clause", "answer then wish",
+        "a courtesy reply to thanks"])
+def test_an_answer_beside_those_or_a_reply_to_thanks_passes(user: str, answer: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    a = analyse(answer)
+    assert refusal_gate(False, a, user_input=user).passed is True
+    assert escalation_gate(False, a, user_input=user).passed is True

@@ -86,7 +86,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
     ops = second_opinion or {}
     refusal_op, escalation_op = ops.get("refusal"), ops.get("escalation")
     refusal = refusal_gate(case.should_refuse, analysis, refusal_op, thresholds_for(refusal_op),
-                           tool_calls)
+                           tool_calls, case.input)
     gates = (refusal,
              escalation_gate(case.should_escalate, analysis, escalation_op,
                              thresholds_for(escalation_op), tool_calls, case.input,
