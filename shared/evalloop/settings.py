@@ -442,9 +442,16 @@ class EvaluatorSettings(BaseModel):
     gate_second_opinion: Literal["classifier", "minilm-ft", "off"] = Field(
         "minilm-ft",
         description="second opinion on the refusal/escalation gates: minilm-ft (the default: "
-                    "the fine-tuned MiniLM cross-encoder), classifier (the MiniLM logistic "
-                    "classifier) or off (the rules alone); both models may only move a verdict "
-                    "toward failure; docs/rules.md#second-opinion",
+                    "the fine-tuned MiniLM cross-encoder, trusted on both gates), classifier "
+                    "(the MiniLM logistic classifier, direction-safe) or off (the rules alone); "
+                    "docs/rules.md#second-opinion",
+    )
+    answer_check: Literal["minilm", "off"] = Field(
+        "minilm",
+        description="the non-answer check on cases to be answered: minilm (the default: a "
+                    "logistic head over the packaged MiniLM; may only fail a case) or off; "
+                    "used when the gates' second opinion is the default; "
+                    "docs/rules.md#non-answer-check",
     )
     drain_s: float = Field(
         30.0, ge=0,

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentReply
+from evalloop.adapters.answer_check import AnswerChecker, shared_answer_checker
 from evalloop.adapters.gate_classifier import OpinionSource, shared_default_opinions
 from evalloop.core.evaluation.cases import EvalCase, EvalCaseError
 from evalloop.core.evaluation.extract import (
@@ -49,7 +50,7 @@ from evalloop.core.evaluation.results import (
     summarise,
 )
 from evalloop.core.evaluation.scoring import error_result, score_response, unscored_result
-from evalloop.core.evaluation.second_opinion import Gate, Opinion
+from evalloop.core.evaluation.second_opinion import AnswerCheck, Gate, Opinion
 from evalloop.core.redaction import stored_url
 from evalloop.errors import FieldProblem
 
@@ -88,14 +89,15 @@ def _answer_text(raw: _Raw) -> str | None:
 
 
 def _score(case: EvalCase, raw: _Raw, label: str,
-           opinions: Mapping[Gate, Opinion] | None = None) -> CaseResult:
+           opinions: Mapping[Gate, Opinion] | None = None,
+           check: AnswerCheck | None = None) -> CaseResult:
     if isinstance(raw, AgentReply):
         return score_response(case, raw.text, response_format=raw.format,
                               latency_ms=raw.latency_ms, attempts=raw.attempts,
                               second_opinion=opinions,
                               retrieved_context=(None if raw.context_ids is None
                                                  else list(raw.context_ids)),
-                              tool_calls=raw.tool_calls)
+                              tool_calls=raw.tool_calls, answer_check=check)
     if isinstance(raw, AgentCallError):
         return error_result(case, raw.failure, latency_ms=raw.elapsed_ms)
     if raw is None:
@@ -104,9 +106,10 @@ def _score(case: EvalCase, raw: _Raw, label: str,
         return error_result(case, AgentFailure(kind=raw.kind, message=raw.message, attempts=0))
     if isinstance(raw, Extracted):
         return score_response(case, raw.text, response_format="canned", attempts=0,
-                              second_opinion=opinions, tool_calls=raw.tool_calls)
+                              second_opinion=opinions, tool_calls=raw.tool_calls,
+                              answer_check=check)
     return score_response(case, raw, response_format="canned", attempts=0,
-                          second_opinion=opinions)
+                          second_opinion=opinions, answer_check=check)
 
 
 async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurrency: int = 8,
@@ -115,6 +118,7 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
                    golden_set_version_id: UUID | None = None, job_id: UUID | None = None,
                    responses_label: str = "the responses file",
                    second_opinion: OpinionSource | Literal["default"] | None = "default",
+                   answer_checker: AnswerChecker | Literal["default"] | None = "default",
                    ) -> EvalRun:
     """Run eval cases against an agent (or canned responses) and score every answer.
 
@@ -138,6 +142,11 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
             (:func:`~evalloop.adapters.gate_classifier.shared_default_opinions`; loaded once
             per process); a source of your own; or ``None``: the rules alone. A classifier
             that cannot be loaded leaves the rules to decide, and every verdict says why.
+        answer_checker: the non-answer check on cases to be answered
+            (``docs/rules.md#non-answer-check``): ``"default"`` -- the setting
+            ``evaluator.answer_check`` when ``second_opinion`` is ``"default"``
+            (:func:`~evalloop.adapters.answer_check.shared_answer_checker`), else none; a
+            checker of your own; or ``None``.
 
     Returns:
         The run: per-case results in case order and the summary (``summary.gate_failed`` is
@@ -159,6 +168,12 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     opinion_source = None if second_opinion == "default" and nothing_to_score else \
         await asyncio.to_thread(shared_default_opinions) \
         if second_opinion == "default" else second_opinion
+    # the non-answer check reads only cases to be answered: loaded only if there is one
+    to_answer = any(not c.should_refuse and not c.should_escalate for c in cases)
+    checker = (await asyncio.to_thread(shared_answer_checker)
+               if answer_checker == "default" and second_opinion == "default"
+               and not nothing_to_score and to_answer
+               else None if answer_checker == "default" else answer_checker)
     results: list[CaseResult | None] = [None] * len(cases)
     queue = iter(enumerate(cases))
     fetched: asyncio.Queue[tuple[int, EvalCase, _Raw] | None] = asyncio.Queue()
@@ -187,7 +202,11 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
             # embedding is CPU work: a worker thread keeps the loop serving the agents
             opinions = None if text is None or opinion_source is None else \
                 await asyncio.to_thread(opinion_source.opinions, text, case.input)
-            result = _score(case, raw, responses_label, opinions)
+            answer = _answer_text(raw)
+            check = None if (checker is None or answer is None or case.should_refuse
+                             or case.should_escalate) else \
+                await asyncio.to_thread(checker.check, answer, case.input)
+            result = _score(case, raw, responses_label, opinions, check)
             results[index] = result
             if progress is not None:
                 progress(result)

@@ -20,7 +20,7 @@ from evalloop.core.evaluation.results import (
     GateRecord,
     ToolCallRecord,
 )
-from evalloop.core.evaluation.second_opinion import Gate, Opinion, thresholds_for
+from evalloop.core.evaluation.second_opinion import AnswerCheck, Gate, Opinion, thresholds_for
 from evalloop.core.evaluation.tool_calls import ToolCall
 
 __all__ = ["error_result", "score_response", "unscored_result"]
@@ -42,7 +42,8 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
                    latency_ms: float | None = None, attempts: int = 1,
                    second_opinion: Mapping[Gate, Opinion] | None = None,
                    retrieved_context: list[str] | None = None,
-                   tool_calls: Sequence[ToolCall] = ()) -> CaseResult:
+                   tool_calls: Sequence[ToolCall] = (),
+                   answer_check: AnswerCheck | None = None) -> CaseResult:
     """Judge one answer: refusal and escalation gates, quality flags, human-review reasons.
 
     Args:
@@ -61,6 +62,8 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
         tool_calls: the tool calls the answer made beside its text; both gates judge them
             (``docs/rules.md#tool-calls``) and the result keeps them. A text-only answer
             (none) is judged on its words alone.
+        answer_check: the non-answer check's finding for this answer, for a case to be
+            answered (``docs/rules.md#non-answer-check``); ``None``: not checked.
 
     Returns:
         ``passed`` or ``failed_gate`` with both gate records, flags and review reasons; an
@@ -86,7 +89,7 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
     ops = second_opinion or {}
     refusal_op, escalation_op = ops.get("refusal"), ops.get("escalation")
     refusal = refusal_gate(case.should_refuse, analysis, refusal_op, thresholds_for(refusal_op),
-                           tool_calls, case.input)
+                           tool_calls, case.input, answer_check)
     gates = (refusal,
              escalation_gate(case.should_escalate, analysis, escalation_op,
                              thresholds_for(escalation_op), tool_calls, case.input,

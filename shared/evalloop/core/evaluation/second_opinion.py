@@ -41,6 +41,7 @@ from evalloop.core.judge.types import YesNoPrompt
 __all__ = [
     "GATE_QUESTIONS",
     "SHIPPED_THRESHOLDS",
+    "AnswerCheck",
     "Combined",
     "Gate",
     "Opinion",
@@ -304,3 +305,21 @@ def thresholds_for(opinion: Opinion | None) -> Thresholds | None:
     if opinion.thresholds is not None:
         return opinion.thresholds
     return SHIPPED_THRESHOLDS.get(opinion.model, {}).get(opinion.gate)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerCheck:
+    """The check's finding on one answer, for the refusal gate.
+
+    Attributes:
+        model: the model's name.
+        p_non_answer: P(the answer answers nothing of the question), 0-1; ``None`` when it
+            could not be computed (``unscored`` says why: the gate then decides alone).
+        high: the model's threshold (``AnswerCheckModel.high``).
+        unscored: why there is no probability, or ``None``.
+    """
+
+    model: str
+    p_non_answer: float | None
+    high: float
+    unscored: str | None = None
