@@ -2,7 +2,7 @@
 
     PYTHONPATH=shared python tools/train_answer_check.py [--cache emb.npz] [--dry-run]
 
-Reads, from ``evalloop/data/gate_corpus/``: ``train_answers.yaml`` (six testers' answers to
+Reads, from ``evalloop/data/gate_corpus/``: ``answer_check_train.yaml`` (six testers' answers to
 questions that should be answered, labelled ``answers`` true/false) and the answers labelled
 neither refusal nor escalation in ``train_a.yaml`` .. ``train_h.yaml`` that have a user message
 (proper answers, ``answers`` true) -- never the held-out corpus. Embeds answers and messages
@@ -47,8 +47,8 @@ CS = (0.3, 1.0, 3.0)
 def _items() -> tuple[list[dict[str, Any]], dict[str, str]]:
     root = files("evalloop").joinpath(CORPUS)
     shas: dict[str, str] = {}
-    text = root.joinpath("train_answers.yaml").read_text(encoding="utf-8")
-    shas["train_answers.yaml"] = hashlib.sha256(text.encode()).hexdigest()
+    text = root.joinpath("answer_check_train.yaml").read_text(encoding="utf-8")
+    shas["answer_check_train.yaml"] = hashlib.sha256(text.encode()).hexdigest()
     items = [{"id": i["id"], "user": i["user"], "answer": i["answer"], "answers": i["answers"],
               "group": f"round {i['round']}"} for i in yaml.safe_load(text)["items"]]
     rounds = sorted({i["group"] for i in items})

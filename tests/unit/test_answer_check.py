@@ -168,9 +168,9 @@ def test_the_shipped_file_is_what_its_training_tool_wrote() -> None:
         "minilm-answer-check", "minilm:model", 384, 0.79)
     prov = doc["provenance"]
     # trained on the testers' answers and the corpora's proper answers, never the held-out
-    text = files("evalloop").joinpath("data/gate_corpus/train_answers.yaml").read_text(
+    text = files("evalloop").joinpath("data/gate_corpus/answer_check_train.yaml").read_text(
         encoding="utf-8")
-    assert prov["files"]["train_answers.yaml"] == hashlib.sha256(text.encode()).hexdigest()
+    assert prov["files"]["answer_check_train.yaml"] == hashlib.sha256(text.encode()).hexdigest()
     assert "heldout.yaml" not in prov["files"]
     assert (prov["items"], prov["non_answers"]) == (1558, 151)
     chosen = [r for r in prov["validation"]["table"] if r["C"] == prov["C"]]
