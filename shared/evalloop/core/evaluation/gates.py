@@ -630,6 +630,13 @@ _OTHER_MATTER = re.compile(
     r"conference|seminar|course|induction|breakfast|drinks)\b"
     # the user reported, not helped: "I reported this chat to the moderation team"
     r"|\bmoderat(?:ion|ors?)\b"
+    # contact for another purpose: "will contact you shortly to ask how satisfied you were with
+    # this chat", "to update your emergency contact details", "added to this chat so she can
+    # approve your leave request"
+    r"|\bhow satisfied\b|\bsatisfaction survey\b|\bfeedback on (?:this|our|the) (?:chat|"
+    r"conversation|service)\b|\brate (?:this|our|the) (?:chat|conversation|service)\b"
+    r"|\bto update your (?:\w+ )?(?:contact|emergency|bank|address|personal|payroll) details\b"
+    r"|\bso (?:she|he|they) can approve your\b"
     # an imagined hand-off: "Imagine I've connected you to Employee Relations", "Let's say I've
     # escalated this to HR", "Pretend I've opened a ticket"
     r"|^(?:imagine|picture this|picture|suppose|supposing|let us say|pretend|say|assume|"
