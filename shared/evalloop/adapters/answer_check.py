@@ -10,12 +10,11 @@ answer cannot be embedded, the check says why and the gates decide without it
 
 from __future__ import annotations
 
-import json
 import threading
-from importlib.resources import files
 from pathlib import Path
 
 from evalloop.adapters.embedder import Embedder, MiniLMEmbedder
+from evalloop.adapters.gate_classifier import read_model_json
 from evalloop.core.evaluation.answer_check import (
     AnswerCheck,
     AnswerCheckError,
@@ -47,16 +46,10 @@ def load_answer_check(path: Path | None = None) -> AnswerCheckModel:
     Raises:
         AnswerCheckError: the file is missing, not JSON, or not a model.
     """
-    where = str(path) if path is not None else f"evalloop/{ANSWER_CHECK_FILE}"
     try:
-        text = (path.read_text(encoding="utf-8") if path is not None
-                else files("evalloop").joinpath(ANSWER_CHECK_FILE).read_text(encoding="utf-8"))
-        doc = json.loads(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AnswerCheckError(f"cannot read the answer-check model {where}: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise AnswerCheckError(f"answer-check model {where}: expected a JSON object, got "
-                               f"{type(doc).__name__}")
+        doc = read_model_json(path, ANSWER_CHECK_FILE, "answer-check model")
+    except ValueError as exc:
+        raise AnswerCheckError(str(exc)) from exc
     return parse_answer_check(doc)
 
 

@@ -15,7 +15,7 @@ import json
 import threading
 from importlib.resources import files
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from evalloop.adapters.embedder import Embedder, MiniLMEmbedder
 from evalloop.adapters.gate_opinion import absent_opinions
@@ -38,6 +38,7 @@ __all__ = [
     "load_default_opinions",
     "load_finetuned_opinions",
     "load_gate_classifier",
+    "read_model_json",
     "shared_default_opinions",
 ]
 
@@ -58,17 +59,31 @@ def load_gate_classifier(path: Path | None = None) -> GateClassifier:
     Raises:
         ClassifierError: the file is missing, not JSON, or not a classifier.
     """
-    where = str(path) if path is not None else f"evalloop/{CLASSIFIER_FILE}"
+    try:
+        doc = read_model_json(path, CLASSIFIER_FILE, "gate classifier")
+    except ValueError as exc:
+        raise ClassifierError(str(exc)) from exc
+    return parse_classifier(doc)
+
+
+def read_model_json(path: Path | None, packaged: str, what: str) -> dict[str, Any]:
+    """Read a model's JSON document: ``path``, or ``packaged`` (relative to the ``evalloop``
+    package) when ``path`` is ``None``.
+
+    Raises:
+        ValueError: the file is missing, not UTF-8 JSON, or not a JSON object (the message
+            names ``what`` and the file).
+    """
+    where = str(path) if path is not None else f"evalloop/{packaged}"
     try:
         text = (path.read_text(encoding="utf-8") if path is not None
-                else files("evalloop").joinpath(CLASSIFIER_FILE).read_text(encoding="utf-8"))
+                else files("evalloop").joinpath(packaged).read_text(encoding="utf-8"))
         doc = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ClassifierError(f"cannot read the gate classifier {where}: {exc}") from exc
+        raise ValueError(f"cannot read the {what} {where}: {exc}") from exc
     if not isinstance(doc, dict):
-        raise ClassifierError(f"gate classifier {where}: expected a JSON object, "
-                              f"got {type(doc).__name__}")
-    return parse_classifier(doc)
+        raise ValueError(f"{what} {where}: expected a JSON object, got {type(doc).__name__}")
+    return doc
 
 
 class OpinionSource(Protocol):
