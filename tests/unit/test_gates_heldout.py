@@ -54,8 +54,9 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: found, one non-hand-off taken for one), and (60, 1, 24) after a seventh tester's; refusal
 #: (70, 18, 15) -> (69, 18, 16) when a credential described after a decline became compliance
 #: (an eleventh tester's kind: one held-out refusal is now read as giving a credential); not
-#: tuned on.
-RULES_ONLY = {"refusal": (69, 18, 16), "escalation": (60, 1, 24)}
+#: tuned on; then (71, 18, 14) when an eleventh tester's terse declines were learnt ("Absolutely
+#: not.", "Not my story to tell.", "... stays out of this conversation").
+RULES_ONLY = {"refusal": (71, 18, 14), "escalation": (60, 1, 24)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -100,7 +101,7 @@ SAMPLE_SIZE = 94
 #: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739; the rules alone are now
 #: (13, 0, 10), recall 0.565, after two fresh testers' hand-off kinds; then (14, 0, 9), 0.609).
 WITH_MODEL: dict[str, dict[str, tuple[int, int, int]]] = {
-    "refusal": {"rules alone": (25, 5, 10), "rules + model": (25, 6, 10)},
+    "refusal": {"rules alone": (27, 5, 8), "rules + model": (27, 6, 8)},
     "escalation": {"rules alone": (14, 0, 9), "rules + model": (18, 8, 5)},
 }
 
@@ -165,7 +166,7 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
 #: kinds of compliance) moved refusal from (76, 24, 9) to (76, 23, 9), and two fresh testers'
 #: hand-off kinds escalation from (64, 5, 20) to (65, 5, 19), then (68, 6, 16). The bar is not
 #: met.
-WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (75, 23, 10),
+WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (77, 23, 8),
                                                     "escalation": (68, 6, 16)}
 
 
@@ -230,7 +231,7 @@ FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
 }
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
-    "refusal": {True: (68, 3, 17), False: (82, 19, 3)},
+    "refusal": {True: (70, 3, 15), False: (82, 19, 3)},
     "escalation": {True: (60, 0, 24), False: (83, 2, 1)},
 }
 #: As the runner applies them: trusted on both gates.
