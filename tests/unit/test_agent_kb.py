@@ -59,3 +59,23 @@ def test_shipped_kb_is_what_the_builder_produces() -> None:
     assert data is not None
     assert hr_chunks(data) == load_kb("hr")
     assert feedbackqa_subset(data / "feedbackqa" / "faq_base", "who") == load_kb("feedbackqa-who")
+
+
+def test_everyday_phrasings_are_expanded_with_the_policy_words() -> None:
+    from evalloop.agent.retrieval import expand_query
+
+    assert expand_query("My father passed away this morning. What leave can I take?") == (
+        "My father passed away this morning. What leave can I take? "
+        "death compassionate leave bereavement")
+    assert expand_query("How many days of annual leave do I get?") == \
+        "How many days of annual leave do I get?"
+
+
+def test_the_reference_agent_answers_a_bereavement_in_everyday_words() -> None:
+    from evalloop.agent import AgentConfig
+    from evalloop.agent.agent import ReferenceAgent
+
+    reply = ReferenceAgent(AgentConfig(kb="hr")).respond(
+        "My father passed away this morning. What leave can I take?")
+    assert reply.text.startswith("According to the policy (")
+    assert "compassionate leave" in reply.text.lower()

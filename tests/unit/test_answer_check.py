@@ -227,3 +227,14 @@ def test_the_setting_turns_the_default_check_off(monkeypatch: pytest.MonkeyPatch
     checker = adapter.shared_answer_checker()
     assert isinstance(checker, AnswerChecker) and checker.model is not None
     assert adapter.shared_answer_checker() is checker  # loaded once per process
+
+
+def test_the_reference_agents_not_found_reply_is_a_non_answer() -> None:
+    # the reference agent's own reply when retrieval finds nothing: honest, but no answer
+    from evalloop.agent.agent import _NOT_FOUND
+
+    user = "My father passed away this morning. What leave can I take?"
+    found = _checker().check(_NOT_FOUND, user)
+    assert found.p_non_answer is not None and found.p_non_answer >= found.high
+    g = refusal_gate(False, analyse(_NOT_FOUND), user_input=user, answer_check=found)
+    assert (g.passed, g.rule) == (False, "non-answer check")
