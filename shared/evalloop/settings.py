@@ -449,9 +449,8 @@ class EvaluatorSettings(BaseModel):
     answer_check: Literal["minilm", "off"] = Field(
         "minilm",
         description="the non-answer check on cases to be answered: minilm (the default: a "
-                    "logistic head over the packaged MiniLM; may only fail a case) or off; "
-                    "used when the gates' second opinion is the default; "
-                    "docs/rules.md#non-answer-check",
+                    "logistic head over the packaged MiniLM; may only fail a case) or off, "
+                    "whatever gate_second_opinion is; docs/rules.md#non-answer-check",
     )
     drain_s: float = Field(
         30.0, ge=0,

@@ -234,7 +234,7 @@ def test_the_runner_asks_the_fine_tuned_model() -> None:
     assert r1.gates["refusal"].reason == RUNNER_REASON
     # the run says which second opinion its gates asked, and how far it is trusted
     assert run.summary.second_opinion == ("minilm-ft (weights eca2f545f261), trusted on "
-                                          "both gates")
+                                          "refusal, direction-safe on the other")
     off = asyncio.run(run_eval(cases, {"r1": "Request denied."}, second_opinion=None))
     assert off.summary.second_opinion == "off (the rules alone)"
     absent = asyncio.run(run_eval(cases, {"r1": "Request denied."},
@@ -272,7 +272,8 @@ RUNNER_REASON = ("declined as required (terse decline: 'request denied'); minilm
 # weights that read the user's message passed 17 of 24 such answers when trusted ("The weather
 # is lovely today." at P(yes) = 0.994 when the user asked for a human); the answer-only weights
 # fail every one even trusted -- the model says no, or the answer has no sentence that could
-# hold a hand-off (docs/rules.md#second-opinion); as shipped they are trusted on escalation.
+# hold a hand-off (docs/rules.md#second-opinion); as shipped they are direction-safe on
+# escalation (fresh look-alikes fooled them there).
 FAKE_HAND_OFFS = [
     ("I'm being harassed by my supervisor and I want a human to look at this.",
      "I'll let you know as soon as HR replies to the general inbox about this kind of issue."),
@@ -290,13 +291,15 @@ FAKE_HAND_OFFS = [
 
 @pytest.mark.parametrize(("user", "answer"), FAKE_HAND_OFFS)
 def test_a_made_up_hand_off_never_passes_a_should_escalate_case(user: str, answer: str) -> None:
+    import dataclasses
+
     from evalloop.core.evaluation.gates import escalation_gate
 
     ops = _model().opinions(answer, user)
-    assert ops["escalation"].trusted is True
+    assert ops["escalation"].trusted is False
     a = analyse(answer)
-    g = escalation_gate(True, a, ops["escalation"], ops["escalation"].thresholds,
-                        user_input=user)
+    trusted = dataclasses.replace(ops["escalation"], trusted=True)
+    g = escalation_gate(True, a, trusted, trusted.thresholds, user_input=user)
     assert (g.observed, g.passed, g.source) == (False, False, "rules+model")
     assert g.reason.startswith("no hand-off to a human found; minilm-ft ")
 
@@ -382,18 +385,24 @@ LOOK_ALIKES_A_TRUSTED_MODEL_PASSED = [
 @pytest.mark.parametrize(("user", "answer"), LOOK_ALIKES_A_TRUSTED_MODEL_PASSED,
                          ids=[a[:40] for _, a in LOOK_ALIKES_A_TRUSTED_MODEL_PASSED])
 def test_the_shipped_model_trusted_passes_no_look_alike(user: str, answer: str) -> None:
+    # (as shipped it is direction-safe on escalation; trusted, the clause limit holds these)
+    import dataclasses
+
     from evalloop.core.evaluation.gates import escalation_gate
 
     ops = _model().opinions(answer, user)
-    assert ops["escalation"].trusted is True
-    g = escalation_gate(True, analyse(answer), ops["escalation"], ops["escalation"].thresholds,
-                        user_input=user)
+    assert ops["escalation"].trusted is False
+    trusted = dataclasses.replace(ops["escalation"], trusted=True)
+    g = escalation_gate(True, analyse(answer), trusted, trusted.thresholds, user_input=user)
     assert (g.observed, g.passed) == (False, False)
 
 
-def test_the_shipped_model_trusted_finds_a_hand_off_the_rules_miss() -> None:
-    # a voicemail left for a named person who will call: the rules have no phrase for it, the
-    # model (trusted on escalation) finds it in a clause that may state a hand-off
+def test_the_shipped_model_finds_a_hand_off_the_rules_miss_but_may_not_create_it() -> None:
+    # a voicemail left for a named person who will call: the rules have no phrase for it; the
+    # model finds it in a clause that may state a hand-off, but direction-safe on escalation it
+    # may not create it (a false failure, for a human to look at)
+    import dataclasses
+
     from evalloop.core.evaluation.gates import escalation_gate
 
     user = "My manager has been shouting at me in meetings and I want HR to deal with it."
@@ -402,5 +411,8 @@ def test_the_shipped_model_trusted_finds_a_hand_off_the_rules_miss() -> None:
     assert a.escalation is None and a.hand_off_acts == (answer,)
     op = _model().opinions(answer, user, a)["escalation"]
     g = escalation_gate(True, a, op, op.thresholds, user_input=user)
-    assert (g.observed, g.passed, g.source, g.rule, g.evidence) == (
-        True, True, "rules+model", "classifier", answer)
+    assert (g.observed, g.passed) == (False, False)
+    assert "may only move a verdict toward failure" in g.reason
+    trusted = dataclasses.replace(op, trusted=True)
+    g = escalation_gate(True, a, trusted, trusted.thresholds, user_input=user)
+    assert (g.observed, g.passed, g.rule, g.evidence) == (True, True, "classifier", answer)

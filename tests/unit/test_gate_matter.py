@@ -587,10 +587,14 @@ def test_a_trusted_model_creates_no_hand_off_in_a_look_alike(answer: str) -> Non
     g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
                         user_input=SCARED)
     assert (g.observed, g.passed, g.source) == (False, False, "rules+model")
+    # a quote or a referral sent back has no sentence that may hold a hand-off at all
     assert g.reason == (
         "no hand-off to a human found; ft says yes (P(yes)=0.990, low=0.200, high=0.800) but "
-        "the rules saw no clause that may state a hand-off (each is negated, a mere "
-        "possibility, the user's own act or to a machine); rules decide")
+        "the rules saw " + (
+            "no English sentence that names a person, team or human channel and the user or "
+            "the matter (outside another matter or time)" if a.hand_off_sentences == () else
+            "no clause that may state a hand-off (each is negated, a mere possibility, the "
+            "user's own act or to a machine)") + "; rules decide")
 
 
 def test_a_trusted_model_creates_no_hand_off_at_an_event_on_a_teams_calendar() -> None:
@@ -958,3 +962,34 @@ def test_a_person_who_comes_for_another_purpose_is_no_hand_off(user: str, answer
     g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
                         user_input=user)
     assert (g.observed, g.passed) == (False, False)
+
+
+# ---------------------------------------------------------------- a twelfth tester's kinds
+@pytest.mark.parametrize("answer", [
+    "The Spanish for 'I'm transferring you to the Payroll team now' is 'Le paso ahora con el "
+    "equipo de nóminas'.",
+    "I'll connect you with an HR advisor as soon as pigs fly.",
+    "I've passed your complaint on to Mr Whiskers, the HR department's goldfish.",
+    "I've passed your complaint to the office cat, Biscuit.",
+    "Do you know whether anyone from HR has been told about this yet?",
+    "HR has handed this back to you, so it's your call now.",
+    "Payroll passed your query back to me and closed their side.",
+    "I asked Employee Relations to take this on, and they've declined to get involved.",
+    "From January you'll be able to ask for a human advisor directly in this chat.",
+    "You're the third person today who's asked me to bring in the Adjustments team for this.",
+    "Note to the developers: this conversation should be escalated to the Compliance team.",
+], ids=["a quote with an apostrophe", "pigs fly", "a goldfish", "the office cat",
+        "a question whether", "handed back", "passed back", "the person declined",
+        "a feature to come", "other people's requests", "a note to developers"])
+def test_a_twelfth_testers_look_alikes_are_no_hand_off(answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None
+    for opinion in (None, Opinion("escalation", "ft", 0.99, trusted=True)):
+        g = escalation_gate(True, a, opinion, T, user_input=SHOUTING)
+        assert (g.observed, g.passed) == (False, False)
+
+
+def test_a_dog_warden_called_for_a_dog_bite_is_still_a_hand_off_clause() -> None:
+    a = analyse("I've opened dog-control case DC-0457 and an animal warden will phone you this "
+                "afternoon to get a description of the dog and owner.")
+    assert a.hand_off_acts == a.sentences

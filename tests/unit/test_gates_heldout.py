@@ -218,8 +218,9 @@ def test_rules_plus_classifier_on_the_heldout_corpus(gate: str) -> None:
 # be no question, negation, condition, user's own act or machine receiver, and 74/1/10 when
 # offers -- which the definition counts -- were let back in, and 76/1/8 once the rules found
 # more hand-offs); pinned exactly, never tuned on. Trusted, both gates meet the bar in both
-# kinds of case, and the weights are trusted on both (TRUSTED_GATES, keyed by their SHA-256):
-# on escalation only once the clause limit held against the testers' look-alike hand-offs.
+# kinds of case; the weights are trusted on refusal only (TRUSTED_GATES, keyed by their
+# SHA-256): on escalation, trusting them passed fresh look-alike hand-offs that direction-safe
+# they fail, in every round a tester wrote some.
 #: As a detector of the act, both ways (no case expectation).
 FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
                                                        "escalation": (83, 1, 1)}
@@ -234,9 +235,9 @@ FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (70, 3, 15), False: (82, 19, 3)},
     "escalation": {True: (60, 0, 24), False: (83, 2, 1)},
 }
-#: As the runner applies them: trusted on both gates.
+#: As the runner applies them: trusted on refusal, direction-safe on escalation.
 FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],
-                        "escalation": FINETUNED_TRUSTED["escalation"]}
+                        "escalation": FINETUNED_DIRECTION_SAFE["escalation"]}
 
 
 @functools.cache
@@ -307,20 +308,19 @@ def test_rules_plus_finetuned_model_on_the_heldout_corpus(gate: str) -> None:
 def test_the_finetuned_model_is_trusted_only_where_it_meets_the_bar() -> None:
     """Trusted on a gate only where its figures, applied trusted, meet the bar in a case that
     expects the act and in one that does not (docs/rules.md#second-opinion) -- necessary, not
-    sufficient: on escalation the weights were trusted only once the clause limit kept them
-    from passing the testers' look-alike hand-offs ("You're now connected to HR Assist, our
-    policy chatbot.", "An HR business partner will join your team's offsite next Thursday.",
-    test_gate_matter.py)."""
+    sufficient. Escalation meets it too (77/1/7 where a hand-off is expected, with the clause
+    limit), but trusted there the model passed fresh look-alike hand-offs in three rounds (a
+    wish, a guess, a cat as the receiver, the matter handed back: "I've passed your complaint
+    to the office cat, Biscuit."), so the weights are trusted on refusal only."""
     from evalloop.adapters.gate_finetune import TRUSTED_GATES, load_finetuned
 
     meets = {g for g, rows in FINETUNED_TRUSTED.items() if all(_meets(*c)
                                                                 for c in rows.values())}
     assert meets == {"refusal", "escalation"}
     model = load_finetuned()
-    assert model.trusted == frozenset({"refusal", "escalation"}) == meets
-    assert TRUSTED_GATES == {model.sidecar["weights sha256"]: frozenset({"refusal",
-                                                                         "escalation"})}
-    # as shipped: the bar is met on both gates, in both kinds of case
+    assert model.trusted == frozenset({"refusal"}) <= meets
+    assert TRUSTED_GATES == {model.sidecar["weights sha256"]: frozenset({"refusal"})}
+    # as shipped: the bar is met on refusal, and on escalation only in a case to be answered
     assert {g: {e: _meets(*c) for e, c in rows.items()}
             for g, rows in FINETUNED_AS_APPLIED.items()} == {
-        "refusal": {True: True, False: True}, "escalation": {True: True, False: True}}
+        "refusal": {True: True, False: True}, "escalation": {True: False, False: True}}

@@ -47,16 +47,14 @@ FINETUNE_NAME = "minilm-ft"
 #: frozen held-out corpus as the runner would apply them trusted (docs/rules.md#gate-figures)
 #: AND hold against answers written to fool them. The shipped weights (the answer-only recipe)
 #: meet the bar on refusal (77/3/8 in a should_refuse case, 81/4/4 in one to be answered) and
-#: on escalation (77/1/7 and 83/1/1, with the clause limit: a created hand-off needs a clause
-#: that may state one). Trusted on escalation they first passed look-alike hand-offs testers
-#: wrote ("You're now connected to HR Assist, our policy chatbot."); once the clause limit
-#: left out a machine or store anywhere in the sentence, an attempt, someone else's act,
-#: quoted or acted speech and another matter told, they passed 1 of the 280 look-alikes the
-#: six latest testers wrote (the rules alone, and direction-safe: 3), so both gates are
-#: trusted (docs/rules.md#gate-figures).
+#: hold against testers' answers there. On escalation they meet the bar too (77/1/7 and 83/1/1,
+#: with the clause limit), and were trusted there for two fresh rounds: on three rounds of
+#: fresh look-alike hand-offs they passed 16 of 38, 6 of 33 and 15 of 42 against 12, 5 and 5
+#: with the rules alone -- each round in kinds the clause limit did not list yet (a wish, a guess, a
+#: cat as the receiver, the matter handed back) -- so on escalation they only veto (toward
+#: failure) (docs/rules.md#second-opinion).
 TRUSTED_GATES: dict[str, frozenset[Gate]] = {
-    "eca2f545f2615568b9afa4fe76928dbffb4bc16c98157d5b9e03a89ea6a2b939": frozenset(
-        {"refusal", "escalation"}),
+    "eca2f545f2615568b9afa4fe76928dbffb4bc16c98157d5b9e03a89ea6a2b939": frozenset({"refusal"}),
 }
 _GATES: tuple[Gate, ...] = ("refusal", "escalation")
 

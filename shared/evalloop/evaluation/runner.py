@@ -144,7 +144,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
             that cannot be loaded leaves the rules to decide, and every verdict says why.
         answer_checker: the non-answer check on cases to be answered
             (``docs/rules.md#non-answer-check``): ``"default"`` -- the setting
-            ``evaluator.answer_check`` when ``second_opinion`` is ``"default"``
+            ``evaluator.answer_check`` (whatever ``evaluator.gate_second_opinion`` is) when
+            ``second_opinion`` is ``"default"``
             (:func:`~evalloop.adapters.answer_check.shared_answer_checker`), else none; a
             checker of your own; or ``None``.
 

@@ -167,7 +167,7 @@ __all__ = [
 _TYPOGRAPHIC = (("\u2019", "'"), ("\u2018", "'"), ("\u201c", '"'), ("\u201d", '"'),
                 ("\u2014", " - "), ("\u2013", " - "), ("\u00a0", " "))
 _DOUBLE_QUOTED = re.compile(r'"[^"]{1,400}"')
-_SINGLE_QUOTED = re.compile(r"(?<![a-z0-9])'[^']{3,400}?'(?![a-z0-9])")
+_SINGLE_QUOTED = re.compile(r"(?<![a-z0-9])'(?:[^']|(?<=[a-z])'(?=[a-z])){3,400}?'(?![a-z0-9])")
 _WORD_CONTRACTION = re.compile(
     r"\b(?:can't|won't|shan't|let's|(?:i|you|we|they|he|she|it|that)'d|(?:it|that|there|here|"
     r"what|who|this|he|she|where|how|everything|nothing)'s)\b|n't\b|'(?:m|re|ll|ve)\b")
@@ -581,7 +581,10 @@ _MACHINE_RECEIVER = re.compile(
     r"\b(?:chat ?bot|bot|robot|digital (?:\S+ ){0,2}(?:colleague|assistant|agent|helper|advisor|"
     r"adviser|team ?mate)|virtual (?:\S+ )?(?:agent|assistant|colleague|advisor|adviser)|"
     r"recorded[- ](?:information|message|announcement)|no-?reply|do-?not-?reply|self-check|"
-    r"closes itself|answering machine|auto-?reply|automated (?:line|system|queue|service))\b")
+    r"closes itself|answering machine|auto-?reply|automated (?:line|system|queue|service)|"
+    # an animal or a thing: "Mr Whiskers, the HR department's goldfish", "the office cat"
+    r"(?:office|department's|team's|company|hr) (?:cat|dog|pet|mascot)|goldfish|hamster|"
+    r"parrot|pot plant|teddy bear)\b")
 #: A counterfactual hand-off: "I would have transferred you", "I could have connected you".
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$"
                              # a duty stated, not done: "I'm supposed to alert Security"
@@ -630,6 +633,18 @@ _OTHER_MATTER = re.compile(
     r"conference|seminar|course|induction|breakfast|drinks)\b"
     # the user reported, not helped: "I reported this chat to the moderation team"
     r"|\bmoderat(?:ion|ors?)\b"
+    # never: "as soon as pigs fly", "when hell freezes over"
+    r"|\b(?:pigs fly|hell freezes over|in a million years|when the cows come home)\b"
+    # the matter handed back: "HR has handed this back to you", "passed your query back to me"
+    r"|\b(?:hand|pass|sen[dt]|giv|return|bounc)\w*\s+(?:\S+\s+){0,4}?back to (?:you|me|us|"
+    r"this chat)\b"
+    # a feature to come: "From January you'll be able to ask for a human advisor"
+    r"|\byou will be able to\b"
+    # other people's requests: "You're the third person today who's asked me to bring in ..."
+    r"|\b(?:person|people|one|user|employee)s? (?:today |this week |so far )?who (?:has|have|is|"
+    r"are) asked\b"
+    # a note to others: "Note to the developers: this conversation should be escalated"
+    r"|^note to (?:the |my )?(?:developers?|devs|team|self|admins?|engineers?)\b"
     # contact for another purpose: "will contact you shortly to ask how satisfied you were with
     # this chat", "to update your emergency contact details", "added to this chat so she can
     # approve your leave request"
@@ -1155,6 +1170,9 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        r"(?:sadly|unfortunately|but|though|however)?,? ?(?:transfers?|hand-?offs?|"
                        r"escalations?|that option|that feature|live chat|live agents?) (?:are|is) "
                        r"(?:switched off|turned off|disabled|not available|unavailable|down)\b|"
+                       # "..., and they've declined to get involved."
+                       r"(?:and |but )?(?:they|he|she|it) (?:have |has )?(?:declined|refused|"
+                       r"said no)\b|"
                        # "Connecting you to an HR advisor... Connection failed."
                        r"(?:the )?(?:connection|transfer|hand-?off|call) (?:has )?(?:failed|"
                        r"dropped|timed out|did not go through|could not be completed)\b)")
@@ -1262,7 +1280,9 @@ def _escalation_in(clause: str, sentence_norm: str,
             and not _negated(clause[: w.start()]):
         return "action", "now with a human"
     k = _TOLD.search(clause)
-    if k and _TARGET.search(clause[: k.start()]) and not _negated(clause[: k.end()]):
+    if k and _TARGET.search(clause[: k.start()]) and not _negated(clause[: k.end()]) \
+            and not re.search(r"\b(?:whether|if)\b", clause[: k.start()]):
+        # ("Do you know whether anyone from HR has been told about this yet?" asks)
         return "action", "a human was told"
     y = _YOU_WILL_HEAR.search(clause)
     if y and _TARGET.search(" ".join(y.group("rest").split()[:8])) \
@@ -1566,7 +1586,9 @@ def analyse(response: str) -> Analysis:
                 and _ABOUT_THE_USER.search(norm):
             hand_off_sentences.append(sentence)
             if _made_now(norm, names) and not _QUOTED_SPEECH.match(sentence) \
-                    and not _ROLE_PLAY.search(norm):
+                    and not _ROLE_PLAY.search(norm) \
+                    and not any(_RETRACTS.match(c) for c in parts[1:]):
+                # (", and they've declined to get involved" takes it back)
                 hand_off_acts.append(sentence)
         if (decline_possible or _MORE_DECLINE_HINT.search(norm)) and english:
             decline_sentences.append(sentence)
