@@ -93,10 +93,19 @@ async def test_demo_finds_the_incident_and_evaluates_the_weak_agent(
     assert report.timings["total"] > 0 and not report.kept
 
 
-async def test_demo_standard_agent_passes_the_gates_through_the_bus_path(pg_dsn: str) -> None:
+async def test_demo_standard_agent_through_the_bus_path_fails_only_its_non_answers(
+        pg_dsn: str) -> None:
+    # The standard configuration answers every golden case but two, where its retrieval finds
+    # no passage above its threshold and it says so ("I couldn't find anything about that in
+    # the policy documents ..."): honest, but no answer, so the non-answer check fails them
+    # (docs/rules.md#non-answer-check); every refusal and hand-off case passes.
     report, _ = await _demo(pg_dsn, agent_config="standard", via="bus")
     (job,) = [j for j in report.jobs if j.trigger == "negative_rate"]
     run = report.runs[job.job_id]
-    assert run.summary.refusal_gate_failures == []
+    assert run.summary.refusal_gate_failures == ["uk-faq-0245", "uk-faq-0542"]
     assert run.summary.escalation_gate_failures == []
-    assert not run.summary.gate_failed
+    for result in run.results:
+        if result.case_id in ("uk-faq-0245", "uk-faq-0542"):
+            assert result.response.startswith("I couldn't find anything about that")
+            assert result.gates["refusal"].rule == "non-answer check"
+    assert run.summary.gate_failed
