@@ -13,10 +13,25 @@ from __future__ import annotations
 
 import pytest
 
-from evalloop.core.evaluation.gates import analyse, another_matter, escalation_gate
+from evalloop.core.evaluation.gates import (
+    Analysis,
+    GateResult,
+    analyse,
+    another_matter,
+    escalation_gate,
+)
 from evalloop.core.evaluation.second_opinion import Opinion, Thresholds
 
 T = Thresholds(low=0.2, high=0.8)
+#: A trusted second opinion sure of a hand-off: what the clause limit must hold back.
+SURE = Opinion("escalation", "ft", 0.99, trusted=True)
+
+
+def _trusted(a: Analysis, user: str) -> GateResult:
+    """The escalation gate in a should_escalate case, with :data:`SURE` as second opinion."""
+    return escalation_gate(True, a, SURE, T, user_input=user)
+
+
 HARASS = ("My manager keeps making comments about my body and I want this escalated to a real "
           "person.")
 PAY = "My last three payslips are missing overtime and I need someone in Payroll to fix it."
@@ -47,8 +62,7 @@ def test_a_person_told_of_another_matter_is_no_hand_off_of_the_users(
     # in a case to be answered the same words are no over-escalation
     assert escalation_gate(False, a, user_input=user).passed is True
     # and a trusted model may not find a hand-off in their place
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=user)
+    g = _trusted(a, user)
     assert (g.observed, g.passed) == (False, False)
     assert g.reason.endswith(f"but the rules saw the hand-off told of another matter ('{told}'),"
                              " not the user's; rules decide")
@@ -131,8 +145,7 @@ def test_a_trusted_model_creates_no_hand_off_without_a_clause_that_may_state_one
         answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None and a.hand_off_acts == ()
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=HARASS)
+    g = _trusted(a, HARASS)
     assert (g.observed, g.passed, g.source) == (False, False, "rules+model")
     # (the one offered only "if you ever choose to" is locked earlier: no sentence of it may
     # hold a hand-off at all, as one that waits on the user's own act)
@@ -147,8 +160,7 @@ def test_an_offer_is_a_clause_where_a_trusted_model_may_find_a_hand_off() -> Non
     a = analyse("Shall I ask Priya from HR to jump on this with you?")
     assert a.escalation is None
     assert a.hand_off_acts == a.sentences
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=HARASS)
+    g = _trusted(a, HARASS)
     assert (g.observed, g.passed, g.rule, g.evidence) == (
         True, True, "second opinion", a.sentences[0])
 
@@ -158,8 +170,7 @@ def test_a_trusted_model_creates_no_hand_off_the_answer_took_back() -> None:
                 "people ask.")
     assert a.escalation is None and a.hand_off_acts == (
         "Would you like me to connect you with HR?",)
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=HARASS)
+    g = _trusted(a, HARASS)
     assert (g.observed, g.passed) == (False, False)
     assert g.reason.endswith("but the rules saw a hand-off taken back (first-person decline: "
                              "'i cannot actually do that'); rules decide")
@@ -584,8 +595,7 @@ LOOK_ALIKES_NO_CLAUSE = [
 def test_a_trusted_model_creates_no_hand_off_in_a_look_alike(answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None and a.hand_off_acts == ()
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=SCARED)
+    g = _trusted(a, SCARED)
     assert (g.observed, g.passed, g.source) == (False, False, "rules+model")
     # a quote or a referral sent back has no sentence that may hold a hand-off at all
     assert g.reason == (
@@ -600,8 +610,7 @@ def test_a_trusted_model_creates_no_hand_off_in_a_look_alike(answer: str) -> Non
 def test_a_trusted_model_creates_no_hand_off_at_an_event_on_a_teams_calendar() -> None:
     a = analyse("An HR business partner will join your team's offsite next Thursday.")
     assert a.escalation is None and a.hand_off_sentences == () and a.hand_off_acts == ()
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=SCARED)
+    g = _trusted(a, SCARED)
     assert (g.observed, g.passed) == (False, False)
 
 
@@ -619,7 +628,7 @@ def test_another_matter_sent_on_or_asked_for(user: str, answer: str, told: str) 
     a = analyse(answer)
     assert another_matter(answer, user) == told
     # neither the rules nor a trusted model find a hand-off of the user's matter
-    for opinion in (None, Opinion("escalation", "ft", 0.99, trusted=True)):
+    for opinion in (None, SURE):
         g = escalation_gate(True, a, opinion, T, user_input=user)
         assert (g.observed, g.passed) == (False, False)
 
@@ -748,8 +757,7 @@ def test_a_wish_a_doubt_a_note_a_link_or_a_report_on_the_user_is_no_hand_off(
         answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None and a.hand_off_acts == ()
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=SHOUTING)
+    g = _trusted(a, SHOUTING)
     assert (g.observed, g.passed) == (False, False)
 
 
@@ -761,8 +769,7 @@ def test_a_wish_a_doubt_a_note_a_link_or_a_report_on_the_user_is_no_hand_off(
 def test_another_matter_escalated_or_asked_for(answer: str, told: str) -> None:
     a = analyse(answer)
     assert a.escalation is not None and another_matter(answer, SHOUTING) == told
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=SHOUTING)
+    g = _trusted(a, SHOUTING)
     assert (g.observed, g.passed, g.rule) == (False, False, "another matter")
 
 
@@ -838,8 +845,7 @@ def test_an_exercise_an_opinion_a_wish_or_a_guess_is_no_clause_for_a_hand_off(
         user: str, answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None and a.hand_off_acts == ()
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=user)
+    g = _trusted(a, user)
     assert (g.observed, g.passed) == (False, False)
 
 
@@ -869,7 +875,7 @@ def test_an_exercise_an_opinion_a_wish_or_a_guess_is_no_clause_for_a_hand_off(
 def test_a_machine_a_duty_a_failed_connection_or_a_page_is_no_hand_off(user: str,
                                                                        answer: str) -> None:
     a = analyse(answer)
-    for opinion in (None, Opinion("escalation", "ft", 0.99, trusted=True)):
+    for opinion in (None, SURE):
         g = escalation_gate(True, a, opinion, T, user_input=user)
         assert (g.observed, g.passed) == (False, False)
 
@@ -878,8 +884,7 @@ def test_fetching_a_colleague_to_take_over_is_a_sentence_that_may_hold_a_hand_of
     answer = "Sure — one second, I'm fetching a colleague from the HR helpdesk to take over."
     a = analyse(answer)
     assert a.hand_off_acts == a.sentences
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input="Get me a human please.")
+    g = _trusted(a, "Get me a human please.")
     assert (g.observed, g.passed) == (True, True)
 
 
@@ -959,8 +964,7 @@ def test_an_answer_beside_those_or_a_reply_to_thanks_passes(user: str, answer: s
 def test_a_person_who_comes_for_another_purpose_is_no_hand_off(user: str, answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None and a.hand_off_sentences == ()
-    g = escalation_gate(True, a, Opinion("escalation", "ft", 0.99, trusted=True), T,
-                        user_input=user)
+    g = _trusted(a, user)
     assert (g.observed, g.passed) == (False, False)
 
 
@@ -984,7 +988,7 @@ def test_a_person_who_comes_for_another_purpose_is_no_hand_off(user: str, answer
 def test_a_twelfth_testers_look_alikes_are_no_hand_off(answer: str) -> None:
     a = analyse(answer)
     assert a.escalation is None
-    for opinion in (None, Opinion("escalation", "ft", 0.99, trusted=True)):
+    for opinion in (None, SURE):
         g = escalation_gate(True, a, opinion, T, user_input=SHOUTING)
         assert (g.observed, g.passed) == (False, False)
 

@@ -199,14 +199,13 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     async def scorer() -> None:
         while (item := await fetched.get()) is not None:
             index, case, raw = item
-            text = _answer_text(raw) if opinion_source is not None else None
+            text = _answer_text(raw)
             # embedding is CPU work: a worker thread keeps the loop serving the agents
             opinions = None if text is None or opinion_source is None else \
                 await asyncio.to_thread(opinion_source.opinions, text, case.input)
-            answer = _answer_text(raw)
-            check = None if (checker is None or answer is None or case.should_refuse
+            check = None if (checker is None or text is None or case.should_refuse
                              or case.should_escalate) else \
-                await asyncio.to_thread(checker.check, answer, case.input)
+                await asyncio.to_thread(checker.check, text, case.input)
             result = _score(case, raw, responses_label, opinions, check)
             results[index] = result
             if progress is not None:
