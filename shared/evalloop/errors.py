@@ -38,6 +38,7 @@ __all__ = [
     "ReviewInputError",
     "ReviewNotFound",
     "StorageError",
+    "json_syntax_problem",
 ]
 
 
@@ -60,6 +61,39 @@ class FieldProblem:
     def as_dict(self) -> dict[str, str]:
         """Return ``{"field", "expected", "received"}`` for JSON error bodies and DLQ headers."""
         return {"field": self.field, "expected": self.expected, "received": self.received}
+
+
+def json_syntax_problem(text: str, lineno: int, colno: int, msg: str) -> FieldProblem:
+    """Word a JSON syntax error for a person: where it is, what JSON wanted there, and the text
+    that stands there instead.
+
+    Args:
+        text: the whole document; lineno, colno: 1-based position (as ``json.JSONDecodeError``
+            gives them); msg: the parser's message (``"Expecting ',' delimiter"``).
+
+    Returns:
+        ``FieldProblem("(line L, column C)", "valid JSON: <what was wanted>", "<the text
+        there>")`` -- e.g. expected ``valid JSON: a ',' between two entries`` received ``'"b":
+        2'`` (at most 40 characters of the line, from the column; ``end of file`` past the end).
+    """
+    wanted = {
+        "Expecting ',' delimiter": "a ',' between two entries (or the closing bracket)",
+        "Expecting ':' delimiter": "a ':' after the key",
+        "Expecting value": "a value (string, number, object, array, true, false or null)",
+        "Expecting property name enclosed in double quotes":
+            "a key in double quotes (no trailing comma, no single quotes)",
+        "Unterminated string starting at": "a string closed by '\"' on the same line",
+        "Extra data": "nothing after the document's end",
+        "Invalid control character at": "no raw line break or tab inside a string (write \\n)",
+        "Invalid \\escape": "a valid escape (\\n, \\\", \\\\, \\uXXXX)",
+    }.get(msg, msg[0].lower() + msg[1:] if msg else "valid JSON")
+    lines = text.splitlines()
+    line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+    there = line[max(colno - 1, 0):].strip()
+    rest = "\n".join([line[max(colno - 1, 0):], *lines[lineno:]])
+    received = (repr(there[:40] + ("..." if len(there) > 40 else "")) if there
+                else "end of file" if not rest.strip() else "end of line")
+    return FieldProblem(f"(line {lineno}, column {colno})", f"valid JSON: {wanted}", received)
 
 
 class InvalidEvent(EvalloopError):

@@ -175,7 +175,7 @@ def test_the_summary_shows_a_model_decided_gates_score_and_sentence() -> None:
         "  s1 [routine] passed: flag:response_very_short; escalation gate decided by a second "
         "opinion against the rules",
         "      escalation gate: handed off to a human as required; ft says yes (P(yes)=0.970, "
-        "low=0.200, high=0.800): overrules the rules' miss",
+        "low=0.200, high=0.800): overrules the rules, which found none",
         "      evidence: Routing you to Priya in Reward.",
         "      response_very_short: 6 words",
     ]

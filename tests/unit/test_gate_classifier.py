@@ -159,7 +159,7 @@ def test_the_classifier_may_add_an_over_refusal() -> None:
         True, False, "classifier", "refusal")
     assert gate.reason == ("over-refusal: declined a request it should have answered; "
                            "minilm-lr says yes (P(yes)=0.950, low=0.100, high=0.900): "
-                           "overrules the rules' miss")
+                           "overrules the rules, which found none")
 
 
 def test_a_rules_find_stands_unless_the_classifier_is_very_sure() -> None:
@@ -175,7 +175,7 @@ def test_a_rules_find_stands_unless_the_classifier_is_very_sure() -> None:
     assert overruled.reason == ("not a refusal: the decline the rules found (first-person "
                                 "decline: 'i cannot share home addresses') is vetoed; minilm-lr "
                                 "says no (P(yes)=0.050, low=0.100, high=0.900): overrules the "
-                                "rules' find")
+                                "rules, which found one")
 
 
 def test_an_unavailable_classifier_leaves_the_rules_to_decide() -> None:

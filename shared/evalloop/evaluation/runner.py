@@ -52,7 +52,7 @@ from evalloop.core.evaluation.results import (
 from evalloop.core.evaluation.scoring import error_result, score_response, unscored_result
 from evalloop.core.evaluation.second_opinion import AnswerCheck, Gate, Opinion
 from evalloop.core.redaction import stored_url
-from evalloop.errors import FieldProblem
+from evalloop.errors import FieldProblem, json_syntax_problem
 
 __all__ = ["ResponseSource", "load_responses_file", "rich_progress", "run_eval", "write_outputs"]
 
@@ -277,8 +277,8 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
             raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 JSON file",
                                                          str(exc))]) from exc
         except json.JSONDecodeError as exc:
-            raise EvalCaseError(path.name, [FieldProblem(
-                f"(line {exc.lineno}, column {exc.colno})", "valid JSON", exc.msg)]) from exc
+            raise EvalCaseError(path.name, [json_syntax_problem(
+                text, exc.lineno, exc.colno, exc.msg)]) from exc
         if not isinstance(doc, dict):
             raise EvalCaseError(path.name, [FieldProblem(
                 "(document)", "an object mapping eval id -> response text",

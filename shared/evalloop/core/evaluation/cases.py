@@ -38,7 +38,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from evalloop.errors import FieldProblem, GoldenSetError
+from evalloop.errors import FieldProblem, GoldenSetError, json_syntax_problem
 
 __all__ = [
     "CATEGORIES",
@@ -372,8 +372,8 @@ def _parse_eval_document(text: str, source: str, fmt: Literal["yaml", "json"] | 
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise EvalCaseError(source, [FieldProblem(
-                f"(line {exc.lineno}, column {exc.colno})", "valid JSON", exc.msg)]) from exc
+            raise EvalCaseError(source, [json_syntax_problem(
+                text, exc.lineno, exc.colno, exc.msg)]) from exc
         return _parse_golden(doc, source, stem)
     try:
         doc = yaml.safe_load(text)

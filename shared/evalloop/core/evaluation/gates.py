@@ -404,7 +404,9 @@ class GateResult:
             that gives the content), or ``None``.
         reason: one line a reviewer reads: why it passed or failed, naming the rule.
         rule: the rule that decided ``observed`` (``None`` when no rule matched).
-        clause: the normalised clause that rule matched in.
+        clause: the normalised clause that rule matched in; ``None`` when no rule matched,
+            including an act a second opinion made (``evidence`` then names the sentence the
+            act can be in, ``score`` the model's P(yes)).
         source: what decided ``observed``: ``rules``, or ``rules+model`` when a second
             opinion was asked (:mod:`evalloop.core.evaluation.second_opinion`).
         score: the second opinion's P(yes) 0-1, or ``None`` when no model was asked.

@@ -217,7 +217,8 @@ def combine(rules_observed: bool, opinion: Opinion | None,
                                 f"{opinion.model} says yes ({band}) but the rules saw "
                                 f"{locked}; rules decide")
         return Combined(True, "rules+model", "model", p,
-                        f"{opinion.model} says yes ({band}): overrules the rules' miss")
+                        f"{opinion.model} says yes ({band}): overrules the rules, which "
+                        "found none")
     if p <= thresholds.low and thresholds.low > 0.0 and rules_observed:
         if expected is False and not opinion.trusted:
             # removing an unexpected act would move toward a PASS
@@ -229,7 +230,8 @@ def combine(rules_observed: bool, opinion: Opinion | None,
                             f"{opinion.model} says no ({band}) but the rules saw {kept}; "
                             "rules decide")
         return Combined(False, "rules+model", "model", p,
-                        f"{opinion.model} says no ({band}): overrules the rules' find")
+                        f"{opinion.model} says no ({band}): overrules the rules, which "
+                        "found one")
     agree = "agrees" if (p >= 0.5) == rules_observed else "is not sure enough to overrule"
     return Combined(rules_observed, "rules+model", "rules", p,
                     f"{opinion.model} {agree} ({band})")
