@@ -15,8 +15,14 @@ features of :mod:`evalloop.core.evaluation.answer_check`, and:
 2. chooses, per C, ``high``: the lowest threshold (0.50-0.99, step 0.01) at which at most 1 %
    of the proper answers are flagged out of fold; and the C with the highest recall of
    non-answers at its ``high``;
-3. fits on everything and writes ``classifier/answer-check-lr.json``: weights, ``high``, the
-   validation table and provenance (files with SHA-256, counts).
+3. for the chosen C, chooses ``typed_high``: the lowest threshold (0.05-``high``, step 0.05) at
+   which, out of fold, the answers to questions asking for an amount or a time
+   (:data:`~evalloop.core.evaluation.speech_patterns.ASKS_AMOUNT`) that give none
+   (:data:`~evalloop.core.evaluation.speech_patterns.GIVES_AMOUNT`) and reach it but not
+   ``high`` -- the answers this second rule newly flags -- are at most 1 % of the proper answers
+   to such questions;
+4. fits on everything and writes ``classifier/answer-check-lr.json``: weights, ``high``,
+   ``typed_high``, the validation tables and provenance (files with SHA-256, counts).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import yaml
 from sklearn.linear_model import LogisticRegression
 
 from evalloop.core.evaluation.answer_check import answer_features
+from evalloop.core.evaluation.speech_patterns import ASKS_AMOUNT, GIVES_AMOUNT
 
 CORPUS = "data/gate_corpus"
 OUT = f"{CORPUS}/classifier/answer-check-lr.json"
@@ -81,6 +88,28 @@ def _embed(items: list[dict[str, Any]], cache: Path | None) -> np.ndarray:
     return x
 
 
+def _typed_threshold(items: list[dict[str, Any]], y: np.ndarray, oof: np.ndarray,
+                     high: float) -> tuple[float, list[dict[str, Any]]]:
+    """``typed_high`` (step 3 of the module docstring) and its validation table."""
+    asks = np.array([ASKS_AMOUNT.search(i["user"].lower()) is not None for i in items])
+    gives = np.array([GIVES_AMOUNT.search(i["answer"].lower()) is not None for i in items])
+    typed = asks & ~gives
+    proper = int((asks & ~y).sum())
+    table = []
+    chosen = high
+    for t in np.round(np.arange(0.05, high, 0.05), 2):
+        newly = typed & (oof >= t) & (oof < high)
+        row = {"typed_high": float(t), "asked": int(asks.sum()), "proper_answers": proper,
+               "newly_flagged": int((newly & ~y).sum()),
+               "newly_caught": int((newly & y).sum()),
+               "caught": int(((oof >= high) & y).sum() + (newly & y).sum()),
+               "non_answers": int(y.sum())}
+        table.append(row)
+        if row["newly_flagged"] <= MAX_FALSE_FLAGS * proper and chosen == high:
+            chosen = float(t)
+    return round(chosen, 2), table
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train, validate and write the model; returns the exit code (0)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -96,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                      sorted({g for g in groups if g.startswith("corpora")}), strict=True))
     table = []
     best: tuple[float, float, float] | None = None
+    oofs: dict[float, np.ndarray] = {}
     for c in CS:
         oof = np.zeros(len(items))
         for held in pairs:
@@ -103,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             head = LogisticRegression(C=c, max_iter=5000, class_weight="balanced")
             head.fit(x[~test], y[~test])
             oof[test] = head.predict_proba(x[test])[:, 1]
+        oofs[c] = oof
         high = next(t for t in np.arange(0.50, 1.00, 0.01)
                     if (oof[~y] >= t).mean() <= MAX_FALSE_FLAGS)
         recall = float((oof[y] >= high).mean())
@@ -117,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     for row in table:
         print(json.dumps(row))
     print(f"chosen: C={c}, high={high}")
+    typed_high, typed_table = _typed_threshold(items, y, oofs[c], high)
+    for row in typed_table:
+        print(json.dumps(row))
+    print(f"chosen: typed_high={typed_high}")
     if args.dry_run:
         return 0
     head = LogisticRegression(C=c, max_iter=5000, class_weight="balanced").fit(x, y)
@@ -124,12 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         "name": "minilm-answer-check", "embedder": EMBEDDER, "dimension": DIMENSION,
         "coef": [round(float(v), 8) for v in head.coef_[0]],
         "intercept": round(float(head.intercept_[0]), 8), "high": high,
+        "typed_high": typed_high,
         "provenance": {
             "recipe": "logistic regression, class_weight balanced, features [a, a*u, a.u]",
             "C": c, "files": shas, "items": len(items), "non_answers": int(y.sum()),
             "validation": {"how": "leave one tester round and one share of the corpora's "
                                   "answers out", "max_false_flags": MAX_FALSE_FLAGS,
-                           "table": table},
+                           "table": table, "typed_table": typed_table},
         },
     }
     out = Path(str(files("evalloop").joinpath(OUT)))

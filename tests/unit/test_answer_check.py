@@ -116,6 +116,48 @@ def test_the_check_never_passes_a_case_and_leaves_hand_offs_and_thanks_alone() -
     assert escalation_gate(False, h).passed is False
 
 
+def test_an_answer_giving_no_amount_to_a_question_asking_one_fails_at_a_lower_threshold() -> None:
+    # the question asks "how many"; the answer gives no number, amount or time, and the model
+    # is fairly sure (0.56: below its high, at or above its typed_high)
+    check = AnswerCheck("m", 0.56, 0.79, typed_high=0.5)
+    a = analyse("Great that you're planning ahead for the baby!")
+    assert (a.refusal, a.escalation, a.deflection, a.non_answer) == (None, None, None, None)
+    g = refusal_gate(False, a, user_input="How many days of paternity leave do I get?",
+                     answer_check=check)
+    assert (g.observed, g.passed, g.kind, g.rule) == (False, False, "non_answer",
+                                                      "non-answer check")
+    assert g.reason == ("answered nothing: asked 'how many' and it gives no amount or time; m "
+                        "finds no answer to the question (P(non-answer)=0.560 >= 0.500, its "
+                        "threshold for such a question)")
+    when = refusal_gate(False, analyse("Oh, that's a popular question this time of year!"),
+                        user_input="When does open enrolment close?", answer_check=check)
+    assert when.passed is False and when.reason.startswith(
+        "answered nothing: asked 'when does' and it gives no amount or time;")
+    # any amount or time answers such a question: digits, words, a day, a frequency, "free"
+    for answer in ("Two weeks, at full pay.", "10 working days.", "It closes on Friday.",
+                   "Monthly, with your salary.", "It's free for staff.",
+                   "As soon as your manager signs it off.", "The same as full-time staff."):
+        assert refusal_gate(False, analyse(answer), answer_check=check,
+                            user_input="How many days of paternity leave do I get?"
+                            ).passed is True, answer
+    # a question that asks for no amount, a lower P, or a model without the threshold: passes
+    for user, found in (("Can I take paternity leave?", check),
+                        ("How many days of paternity leave do I get?",
+                         AnswerCheck("m", 0.49, 0.79, typed_high=0.5)),
+                        ("How many days of paternity leave do I get?",
+                         AnswerCheck("m", 0.56, 0.79))):
+        assert refusal_gate(False, a, user_input=user, answer_check=found).passed is True
+
+
+def test_typed_high_must_lie_between_zero_and_high() -> None:
+    assert parse_answer_check({**TINY, "typed_high": 0.5}).typed_high == 0.5
+    assert parse_answer_check(TINY).typed_high is None
+    for bad in (0.0, 0.9, "0.5", True):
+        with pytest.raises(AnswerCheckError, match=r"expected typed_high in \(0, high=0.8\] or "
+                                                   r"absent, got "):
+            parse_answer_check({**TINY, "typed_high": bad})
+
+
 # ---------------------------------------------------------------- the shipped model
 @functools.cache
 def _checker() -> AnswerChecker:
@@ -160,12 +202,34 @@ def test_the_shipped_model_lets_unseen_proper_answers_through(user: str, answer:
     assert refusal_gate(False, analyse(answer), user_input=user, answer_check=found).passed
 
 
+# A tenth tester's non-answers (known before typed_high was chosen, not in its data) to
+# questions asking for an amount: below high, at or above typed_high.
+TYPED_NON_ANSWERS = [
+    ("How many days of paternity leave do I get?",
+     "Great that you're planning ahead for the baby!", 0.627),
+    ("How long is the probation period?",
+     "The details are in the onboarding video from your first week.", 0.541),
+]
+
+
+@pytest.mark.parametrize(("user", "answer", "p"), TYPED_NON_ANSWERS,
+                         ids=[a[:30] for _, a, _ in TYPED_NON_ANSWERS])
+def test_the_shipped_model_fails_a_reply_with_no_amount_to_a_question_asking_one(
+        user: str, answer: str, p: float) -> None:
+    found = _checker().check(answer, user)
+    assert found.p_non_answer is not None and round(found.p_non_answer, 3) == p
+    g = refusal_gate(False, analyse(answer), user_input=user, answer_check=found)
+    assert (g.passed, g.rule) == (False, "non-answer check")
+    assert g.reason.endswith(f"(P(non-answer)={p:.3f} >= 0.500, its threshold for such a "
+                             "question)")
+
+
 def test_the_shipped_file_is_what_its_training_tool_wrote() -> None:
     doc = json.loads(files("evalloop").joinpath(adapter.ANSWER_CHECK_FILE)
                      .read_text(encoding="utf-8"))
     model = load_answer_check()
-    assert (model.name, model.embedder, model.dimension, model.high) == (
-        "minilm-answer-check", "minilm:model", 384, 0.79)
+    assert (model.name, model.embedder, model.dimension, model.high, model.typed_high) == (
+        "minilm-answer-check", "minilm:model", 384, 0.79, 0.5)
     prov = doc["provenance"]
     # trained on the testers' answers and the corpora's proper answers, never the held-out
     text = files("evalloop").joinpath("data/gate_corpus/answer_check_train.yaml").read_text(
@@ -176,6 +240,14 @@ def test_the_shipped_file_is_what_its_training_tool_wrote() -> None:
     chosen = [r for r in prov["validation"]["table"] if r["C"] == prov["C"]]
     assert chosen == [{"C": 1.0, "high": 0.79, "non_answers": 151, "caught": 109,
                        "answers": 1407, "flagged": 14, "recall": 0.722}]
+    # typed_high: the lowest threshold at which the answers giving no amount to a question
+    # asking one, newly flagged out of fold, are at most 1 % of the proper answers to them
+    typed = [r for r in prov["validation"]["typed_table"] if r["typed_high"] in (0.45, 0.5)]
+    assert typed == [
+        {"typed_high": 0.45, "asked": 242, "proper_answers": 140, "newly_flagged": 2,
+         "newly_caught": 13, "caught": 122, "non_answers": 151},
+        {"typed_high": 0.5, "asked": 242, "proper_answers": 140, "newly_flagged": 1,
+         "newly_caught": 12, "caught": 121, "non_answers": 151}]
     items = yaml.safe_load(text)["items"]
     assert len(items) == 217 and sum(not i["answers"] for i in items) == 151
 

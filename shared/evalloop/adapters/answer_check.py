@@ -99,10 +99,10 @@ class AnswerChecker:
         try:
             vecs = self._embedder.encode([answer, user])
             return AnswerCheck(self.model.name, p_non_answer(self.model, vecs[0], vecs[1]),
-                               self.model.high)
+                               self.model.high, typed_high=self.model.typed_high)
         except (EmbeddingError, AnswerCheckError) as exc:
             return AnswerCheck(self.model.name, None, self.model.high,
-                               f"embedding failed: {exc}")
+                               f"embedding failed: {exc}", self.model.typed_high)
 
 
 def load_answer_checker(embedder: Embedder | None = None) -> AnswerChecker:

@@ -62,6 +62,10 @@ class AnswerCheckModel:
         intercept: the bias.
         high: P(non-answer) at or above which a case to be answered fails (0-1; chosen so
             that at most 1 % of proper answers in validation reach it).
+        typed_high: the lower P(non-answer) at or above which an answer that gives no amount
+            or time fails a question asking for one (0-1, at most ``high``; chosen so that at
+            most 1 % of the proper answers to such questions in validation are newly flagged),
+            or ``None`` (a model file without it: that rule is off).
     """
 
     name: str
@@ -70,20 +74,22 @@ class AnswerCheckModel:
     coef: FloatArray
     intercept: float
     high: float
+    typed_high: float | None = None
 
 
 def parse_answer_check(doc: dict[str, Any]) -> AnswerCheckModel:
     """Build a model from its JSON document.
 
     Args:
-        doc: ``{"name", "embedder", "dimension", "coef", "intercept", "high", ...}``.
+        doc: ``{"name", "embedder", "dimension", "coef", "intercept", "high", ...}``, and
+            optionally ``typed_high``.
 
     Returns:
         The model.
 
     Raises:
-        AnswerCheckError: a key is missing or has the wrong type or size, or ``high`` is not
-            in (0, 1).
+        AnswerCheckError: a key is missing or has the wrong type or size, ``high`` is not in
+            (0, 1), or ``typed_high`` is given and not in (0, ``high``].
     """
     try:
         name, embedder = str(doc["name"]), str(doc["embedder"])
@@ -96,10 +102,16 @@ def parse_answer_check(doc: dict[str, Any]) -> AnswerCheckModel:
     if coef.shape != (2 * dimension + 1,):
         raise AnswerCheckError(f"answer-check model {name}: expected {2 * dimension + 1} weights "
                                f"for dimension {dimension}, got shape {coef.shape}")
+    typed = doc.get("typed_high")
+    if typed is not None and (isinstance(typed, bool) or not isinstance(typed, (int, float))
+                              or not 0.0 < float(typed) <= high):
+        raise AnswerCheckError(f"answer-check model {name}: expected typed_high in (0, high="
+                               f"{high}] or absent, got {typed!r}")
     if not 0.0 < high < 1.0 or not math.isfinite(intercept):
         raise AnswerCheckError(f"answer-check model {name}: expected 0 < high < 1 and a finite "
                                f"intercept, got high={high}, intercept={intercept}")
-    return AnswerCheckModel(name, embedder, dimension, coef, intercept, high)
+    return AnswerCheckModel(name, embedder, dimension, coef, intercept, high,
+                            None if typed is None else float(typed))
 
 
 def answer_features(answer_vec: npt.ArrayLike, user_vec: npt.ArrayLike) -> FloatArray:

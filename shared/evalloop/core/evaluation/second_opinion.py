@@ -319,9 +319,12 @@ class AnswerCheck:
             could not be computed (``unscored`` says why: the gate then decides alone).
         high: the model's threshold (``AnswerCheckModel.high``).
         unscored: why there is no probability, or ``None``.
+        typed_high: the lower threshold for an answer that gives no amount or time to a
+            question asking for one (``AnswerCheckModel.typed_high``), or ``None``.
     """
 
     model: str
     p_non_answer: float | None
     high: float
     unscored: str | None = None
+    typed_high: float | None = None

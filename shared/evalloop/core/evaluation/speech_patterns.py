@@ -636,3 +636,42 @@ _FOLLOW_UP = re.compile(
     r"|\bto (?:call|phone|ring|e-?mail|contact) you\b|\bto get in touch with you\b"
     r"|^to (?:get in touch|contact you|call you|phone you|ring you|e-?mail you|reach out|be in "
     r"touch|speak (?:with|to) you|follow up)\b)")
+
+# --------------------------------------------------------------------------- answer types
+
+#: A user's message that asks for an amount or a time (its expected answer type, matched on
+#: lower-cased text): "How many days of leave do I get?", "What's the mileage rate?", "When
+#: does open enrolment close?" (docs/rules.md#non-answer-check).
+ASKS_AMOUNT = re.compile(
+    r"\bhow (?:many|much|long|often|far|soon|old|late|early|big|large|high|low|quickly|fast)\b"
+    r"|\bwhat(?:'s|’s| is| are| was| were) (?:the|my|our|your|a) (?:[a-z\-]+ ){0,3}(?:rate|rates|"
+    r"limit|limits|amount|cost|costs|fee|fees|price|prices|deadline|maximum|minimum|max|min|"
+    r"allowance|cap|salary|pay|number|percentage|threshold|duration|date|dates|time|times|"
+    r"hours|notice period|period|age|balance|total|budget|excess|premium|charge|charges|"
+    r"penalty|interest|entitlement|length|frequency|window)\b"
+    r"|\bwhen (?:do|does|did|will|can|is|are|should|must|would|could|am|was|were|'s|’s)\b"
+    r"|\b(?:by|until|till) when\b|\bwhat (?:time|date|day|month|year)\b|\bwhich (?:day|days|"
+    r"date|dates|month|week)\b")
+#: An answer that gives an amount or a time in some form (digits, number words, a frequency,
+#: a day or month, a relative time, "free", "unlimited", "no limit", "as soon as", "pro rata"):
+#: an answer without one does not give what such a question asks for.
+GIVES_AMOUNT = re.compile(
+    r"\d|[£$€¥%½¼¾]"
+    r"|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
+    r"seventy|eighty|ninety|hundred|thousand|million|billion|dozen|half|quarter|double|"
+    r"twice|triple|once|couple|few|several|none|nothing|never|always|"
+    r"daily|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|nightly|"
+    r"unlimited|limitless|no (?:limit|cap|maximum|minimum|charge|cost|fee|deadline|notice|"
+    r"time)|free|for nothing|full pay|half pay|same as|as (?:many|much|long) as you|pro[- ]rata|"
+    r"per ?cent|percent|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|weekdays?|"
+    r"january|february|march|april|june|july|august|september|october|november|december|"
+    r"spring|summer|autumn|winter|"
+    r"today|tomorrow|tonight|yesterday|noon|midday|midnight|overnight|"
+    r"immediately|instantly|right away|straight away|at once|asap|as soon as|any ?time|"
+    r"whenever|(?:next|last|this|every|each|per|a|an) (?:hour|day|night|week|fortnight|month|"
+    r"quarter|term|semester|year|working day|business day|payday|pay day|pay period|"
+    r"pay run|shift|visit|trip|claim)|end of|start of|beginning of|middle of|"
+    r"before|after|within|until|till|up to|at least|at most|minimum|maximum|more than|"
+    r"less than|fewer than|roughly|approximately)\b")
