@@ -86,6 +86,8 @@ def json_syntax_problem(text: str, lineno: int, colno: int, msg: str) -> FieldPr
         "Extra data": "nothing after the document's end",
         "Invalid control character at": "no raw line break or tab inside a string (write \\n)",
         "Invalid \\escape": "a valid escape (\\n, \\\", \\\\, \\uXXXX)",
+        "nested too deep to decode": "arrays and objects nested less deeply (this is too deep "
+                                     "to read)",
     }.get(msg, msg[0].lower() + msg[1:] if msg else "valid JSON")
     lines = text.splitlines()
     line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""

@@ -247,8 +247,9 @@ def test_a_responses_file_nested_too_deep_exits_2(tmp_path: Path) -> None:
     deep.write_text('{"a001": ' + "[" * 100_000 + "]" * 100_000 + "}")
     code, _, err = _eval(tmp_path, "--responses-file", str(deep))
     assert code == 2
-    assert err == ("error: deep.json: (line 1, column 1): expected valid JSON, received nested "
-                   "too deep to decode\n")
+    assert err == ("error: deep.json: (line 1, column 1): expected valid JSON: arrays and objects "
+                   "nested less deeply (this is too deep to read), received '{\"a001\": "
+                   + "[" * 31 + "...'\n")
     assert not list(tmp_path.glob("evals-*"))
 
 

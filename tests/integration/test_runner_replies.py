@@ -223,14 +223,18 @@ async def test_canned_error_beside_text_is_an_error_object(tmp_path: Path) -> No
     assert good.status == CaseStatus.PASSED
 
 
-@pytest.mark.parametrize("body", ["[" * 100_000, '{"a003": ' + "[" * 100_000 + "}"])
-def test_a_responses_file_nested_too_deep_is_a_file_error(tmp_path: Path, body: str) -> None:
+@pytest.mark.parametrize(("body", "start"), [("[" * 100_000, "[" * 40),
+                                             ('{"a003": ' + "[" * 100_000 + "}",
+                                              '{"a003": ' + "[" * 31)])
+def test_a_responses_file_nested_too_deep_is_a_file_error(tmp_path: Path, body: str,
+                                                          start: str) -> None:
     path = tmp_path / "responses.json"
     path.write_text(body)
     with pytest.raises(EvalCaseError) as caught:
         load_responses_file([path])
-    assert str(caught.value) == ("responses.json: (line 1, column 1): expected valid JSON, "
-                                 "received nested too deep to decode")
+    assert str(caught.value) == (
+        "responses.json: (line 1, column 1): expected valid JSON: arrays and objects nested less "
+        f"deeply (this is too deep to read), received '{start}...'")
 
 
 # --------------------------------------------------------------------------- 5. rate limits
