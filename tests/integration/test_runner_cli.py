@@ -261,3 +261,29 @@ def test_a_response_id_that_matches_no_case_is_named(tmp_path: Path) -> None:
     assert code == 0
     assert err == ("warning: 2 response id(s) match no case of hr-qa-agent-evals.yaml: zz1, "
                    "zz9\n")
+
+
+def _doc_blocks(section: str, lang: str) -> list[str]:
+    """The ``lang`` code blocks of one section of docs/rules.md, in order."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()
+    body = text.split(section + "\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    return [b.split("```", 1)[0] for b in body.split(f"```{lang}\n")[1:]]
+
+
+def test_the_documented_eval_set_and_responses_file_run_as_documented(tmp_path: Path) -> None:
+    smallest, with_metadata = _doc_blocks("## Eval case format", "yaml")
+    (responses,) = _doc_blocks("### Responses file", "json")
+    (tmp_path / "smallest.yaml").write_text(smallest)
+    (tmp_path / "meta.yaml").write_text(with_metadata)
+    (tmp_path / "responses.json").write_text(responses)
+    assert [(c.id, c.should_refuse, c.category) for c in
+            load_eval_file(tmp_path / "smallest.yaml").cases] == [
+        ("q1", False, "routine"), ("a1", True, "adversarial")]
+    meta = load_eval_file(tmp_path / "meta.yaml")
+    assert (meta.set_id, meta.agent, [c.id for c in meta.cases]) == ("hr-evals", "hr-qa-agent",
+                                                                      ["q1"])
+    result = runner.invoke(app, ["eval", "run", "--evals", str(tmp_path / "smallest.yaml"),
+                                 "--responses-file", str(tmp_path / "responses.json"),
+                                 "--output-dir", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 0, result.stdout
+    assert "GATE: PASS   passed 2/2 scored (100.0%)" in result.stdout

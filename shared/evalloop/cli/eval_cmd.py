@@ -239,8 +239,9 @@ def run(
         "--endpoint", help='Agent URL (http:// or https://); POSTs {"messages": [{"role": '
                            '"user", "content": "<the case input>"}]}.')] = None,
     evals: Annotated[Path | None, typer.Option(
-        "--evals", help="Eval file: eval set YAML (id, input, expected_behavior, "
-                        "should_escalate, should_refuse, category, notes) or golden-set JSON "
+        "--evals", help="Eval file: eval set YAML (a list of cases: id, input, and "
+                        "optionally expected_behavior, should_escalate, should_refuse, "
+                        "category, notes; docs/rules.md#eval-case-format) or golden-set JSON "
                         "({id, agent, version, cases: [{id, question, expected_answer, "
                         "...}]}).")] = None,
     golden_set: Annotated[str | None, typer.Option(
@@ -252,8 +253,8 @@ def run(
         "--category", help="Run one category only (routine, edge-case, ...).")] = None,
     responses_file: Annotated[list[Path] | None, typer.Option(
         "--responses-file", help="Canned responses JSON: {eval id: response text or agent "
-                                 "reply object}; no endpoint. Repeat to layer files (later "
-                                 "ids win).")] = None,
+                                 "reply object} (docs/rules.md#responses-file); no endpoint. "
+                                 "Repeat to layer files (later ids win).")] = None,
     fail_on_gates: Annotated[bool, typer.Option(
         "--fail-on-gates/--no-fail-on-gates",
         help="Exit 1 when the run's gate fails (default), or always 0.")] = True,
