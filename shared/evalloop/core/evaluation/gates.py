@@ -1991,8 +1991,11 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         evidence, clause = analysis.deflection.evidence, analysis.deflection.clause
     elif not observed:
         passed, reason = True, "answered without a hand-off"
-    elif declined_as_required and combined.decided_by == "rules":
-        passed, reason = True, "declined as required, and also pointed to a human"
+    elif declined_as_required:
+        # the refusal is the answer: a hand-off beside it is no over-escalation, whether the
+        # rules or the model read it
+        passed, reason = True, "declined as required, and also pointed to a human" + (
+            f" ({said})" if by_rules else "")
     elif (user_input and _ASKS_WHO.search(user_input.lower())
           and (combined.decided_by == "model"
                or rule in ("directive to a human channel", "the right person is"))):
