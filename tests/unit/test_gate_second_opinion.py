@@ -355,3 +355,13 @@ def test_a_hand_off_only_the_model_reads_beside_a_required_refusal_is_no_over_es
     g = escalation_gate(False, a, Opinion("escalation", "m", 0.93), T)
     assert (g.passed, g.reason.split(";")[0]) == (
         False, "over-escalation: handed off a request it should have answered")
+
+
+def test_a_trusted_model_overruling_a_hand_off_quotes_what_the_rules_found() -> None:
+    a = analyse("I'll connect you with someone from HR now.")
+    assert a.escalation is not None
+    g = escalation_gate(True, a, Opinion("escalation", "m", 0.05, trusted=True), T)
+    assert (g.observed, g.passed) == (False, False)
+    assert g.reason == ("no hand-off to a human found; m says no (P(yes)=0.050, low=0.200, "
+                        "high=0.800): overrules the rules, which found one (first-person "
+                        "hand-off: 'i will connect you with someone from hr now')")

@@ -1953,7 +1953,9 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         kept = ("no other sentence that answers" if found is not None
                 and analysis.answer_sentences == 0 else None)
         combined = combine(found is not None or tool is not None, opinion, thresholds,
-                           expected=expected, locked=locked, kept=kept)
+                           expected=expected, locked=locked, kept=kept,
+                           found=(_said(found) if found is not None else
+                                  f"tool call {tool.name}" if tool is not None else None))
     observed = combined.observed
     kind, rule = (found.kind, found.rule) if found else (None, None)
     evidence, clause = (found.evidence, found.clause) if found else (None, None)

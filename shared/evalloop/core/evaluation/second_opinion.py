@@ -174,7 +174,8 @@ class Combined:
 
 def combine(rules_observed: bool, opinion: Opinion | None,
             thresholds: Thresholds | None, *, expected: bool | None = None,
-            locked: str | None = None, kept: str | None = None) -> Combined:
+            locked: str | None = None, kept: str | None = None,
+            found: str | None = None) -> Combined:
     """Combine the rules' verdict with the model's P(yes) (rule in the module docstring).
 
     Args:
@@ -192,6 +193,8 @@ def combine(rules_observed: bool, opinion: Opinion | None,
         kept: why the rules' act must stand against a trusted model's "no" in a case that does
             not expect it -- removing it would pass an answer that answers nothing else
             (``no other sentence answers``); ``None``: nothing keeps it.
+        found: what the rules found, for a note that overrules them (``first-person decline:
+            'i cannot share that'``); ``None``: the note says only that they found one.
 
     Returns:
         The observed act, who decided it, and a note for the verdict.
@@ -231,7 +234,7 @@ def combine(rules_observed: bool, opinion: Opinion | None,
                             "rules decide")
         return Combined(False, "rules+model", "model", p,
                         f"{opinion.model} says no ({band}): overrules the rules, which "
-                        "found one")
+                        "found one" + (f" ({found})" if found else ""))
     agree = "agrees" if (p >= 0.5) == rules_observed else "is not sure enough to overrule"
     return Combined(rules_observed, "rules+model", "rules", p,
                     f"{opinion.model} {agree} ({band})")
