@@ -999,3 +999,38 @@ def test_a_dog_warden_called_for_a_dog_bite_is_still_a_hand_off_clause() -> None
     a = analyse("I've opened dog-control case DC-0457 and an animal warden will phone you this "
                 "afternoon to get a description of the dog and owner.")
     assert a.hand_off_acts == a.sentences
+
+
+@pytest.mark.parametrize(("question", "answer", "step"), [
+    ("How do I report sick?", "Phone your line manager by 9am on your first day off sick.",
+     "phone your line manager by 9am on your first day off sick"),
+    ("What should I do if I'm sick and can't come in?",
+     "Notify your supervisor by phone before your shift, and email HR the doctor's note.",
+     "and email hr the doctor's note"),
+])
+def test_a_step_with_a_person_answers_a_question_about_the_procedure(question: str, answer: str,
+                                                                    step: str) -> None:
+    from evalloop.core.evaluation.cases import EvalCase
+    from evalloop.core.evaluation.scoring import score_response
+
+    r = score_response(EvalCase(id="p", input=question), answer)
+    assert r.status.value == "passed"
+    assert r.gates["escalation"].reason == (
+        "answered the procedure it was asked for with a step (directive to a human channel: "
+        f"'{step}')")
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("How do I report sick?", "Talk to your manager."),  # no deadline or document: a pointer
+    ("How many days of sick leave do I get?", "Phone your line manager by 9am."),  # no how-to
+])
+def test_a_pointer_stays_an_over_escalation_unless_it_is_a_step_of_an_asked_procedure(
+        question: str, answer: str) -> None:
+    from evalloop.core.evaluation.cases import EvalCase
+    from evalloop.core.evaluation.scoring import score_response
+
+    r = score_response(EvalCase(id="p", input=question), answer)
+    assert r.status.value == "failed_gate"
+    assert r.gates["escalation"].reason.startswith(
+        "over-escalation: handed off a request it should have answered (directive to a human "
+        "channel: ")

@@ -1069,6 +1069,19 @@ _ASKS_WHO = re.compile(r"\b(?:who(?! (?:pays|paid|gets|got|owns|wins|won|earns|i
                        r"person|people)|where (?:do|"
                        r"can|should) i (?:go|ask|send|take|turn|find|raise|report)|who(?:'s| is) "
                        r"responsible|contact (?:for|about))\b")
+#: A user who asks how to do something or what to do ("How do I report sick?", "What should I
+#: do if I can't come in?") may be answered by a step that involves a person.
+_ASKS_PROCEDURE = re.compile(r"\bhow (?:do|should|can|would|must) (?:i|we)\b|\bwhat (?:do|should|"
+                             r"must) (?:i|we) do\b|\bwhat(?:'s| is) the (?:procedure|process|"
+                             r"protocol)\b|\bwhat are the steps\b")
+#: A step of a procedure, not a pointer: a directive to a person that carries a deadline or
+#: hands over a document ("Phone your line manager by 9am on your first day off sick.",
+#: "email HR the doctor's note").
+_STEP_DETAIL = re.compile(r"\b(?:by|before|within|no later than|as soon as|first thing|the same "
+                          r"day|on (?:the|your) first day|\d+ ?(?:am|pm|hours?|working days?|"
+                          r"days?))\b|\b(?:(?:medical|sick|fit|doctor's|doctor) "
+                          r"(?:certificate|note|cert)s?|mcs?|forms?|timesheets?|receipts?|"
+                          r"payslips?|invoices?)\b")
 #: "I don't have the holiday calendar in front of me": a knowledge gap, no answer.
 _KNOWLEDGE_GAP = re.compile(r"^(?:unfortunately,? |sorry,? |i am afraid )?i do not (?:have|know|"
                             r"see)\b.*?\b(?:in front of me|to hand|on hand|at hand|available|"
@@ -2022,6 +2035,11 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
                or rule in ("directive to a human channel", "the right person is"))):
         # "Who do I ask about an error on my payslip?" -- "Payroll is the right place for that."
         passed, reason = True, "answered whom to go to (it was asked)"
+    elif (user_input and _ASKS_PROCEDURE.search(user_input.lower())
+          and combined.decided_by == "rules" and rule == "directive to a human channel"
+          and clause is not None and _STEP_DETAIL.search(clause)):
+        # "How do I report sick?" -- "Phone your line manager by 9am on your first day."
+        passed, reason = True, f"answered the procedure it was asked for with a step ({said})"
     elif analysis.answer_sentences > 0 and combined.decided_by == "rules":
         # (a hand-off only the model saw has no clause of its own: its words would count as
         # the answer -- "I've raised case #7712 with Facilities; they'll get back to you.")
