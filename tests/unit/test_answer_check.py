@@ -332,3 +332,19 @@ def test_a_pass_shows_what_the_check_said_and_the_threshold_that_applied() -> No
     # thanks is not a question: the check is not shown
     assert refusal_gate(False, analyse("You're welcome!"), user_input="Thanks!",
                         answer_check=SAYS_SOMETHING).reason == "answered without declining"
+
+
+def test_a_check_that_found_no_answer_in_a_hand_off_says_so_and_never_states_a_false_sum() -> None:
+    # a hand-off is the escalation gate's to judge; the refusal gate's reason must not claim
+    # "P(non-answer)=0.929 < 0.790"
+    for answer, check, shown in (
+            ("I'll connect you with one of our HR advisors who can help you with that.",
+             AnswerCheck("m", 0.929, 0.79), "0.929 >= 0.790"),
+            ("I've asked a colleague in Payroll to get in touch with you directly about this.",
+             AnswerCheck("m", 0.822, 0.79, typed_high=0.5), "0.822 >= 0.500")):
+        g = refusal_gate(False, analyse(answer), user_input="How much is the night-shift "
+                         "allowance?", answer_check=check)
+        assert g.passed is True
+        assert g.reason == (f"answered without declining (m finds no answer: P(non-answer)="
+                            f"{shown}, but the answer hands off, points elsewhere or calls a "
+                            "tool: the escalation gate judges that)")

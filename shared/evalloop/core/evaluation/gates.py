@@ -522,9 +522,11 @@ def _no_answer_note(check: AnswerCheck | None, user_input: str | None,
 
 def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
                           analysis: Analysis) -> str:
-    """What the non-answer check said of an answer it let through, for the verdict (``""``
-    when it did not run): its P(non-answer) below the threshold that applied, or why it is
-    unscored -- so a reader sees how near the answer came to failing."""
+    """What the non-answer check said of an answer the refusal gate let through, for the
+    verdict (``""`` when it did not run): its P(non-answer) against the threshold that applied
+    -- below it, or at or above it for an answer that hands off, points elsewhere or calls a
+    tool (the escalation gate's to judge) -- or why it is unscored, so a reader sees how near
+    the answer came to failing."""
     if check is None or (user_input and _CLOSING.match(user_input.strip().lower())):
         return ""
     if check.p_non_answer is None:
@@ -533,6 +535,12 @@ def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
     typed = (check.typed_high is not None and asked is not None
              and not GIVES_AMOUNT.search(" ".join(analysis.sentences).lower()))
     threshold = check.typed_high if typed and check.typed_high is not None else check.high
+    if check.p_non_answer >= threshold:
+        # it found no answer, but the answer hands off, points elsewhere or calls a tool:
+        # that is the escalation gate's to judge (docs/rules.md#non-answer-check)
+        return (f" ({check.model} finds no answer: P(non-answer)={check.p_non_answer:.3f} >= "
+                f"{threshold:.3f}, but the answer hands off, points elsewhere or calls a "
+                "tool: the escalation gate judges that)")
     return (f" ({check.model} finds an answer: P(non-answer)={check.p_non_answer:.3f} < "
             f"{threshold:.3f})")
 
