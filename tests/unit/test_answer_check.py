@@ -348,3 +348,20 @@ def test_a_check_that_found_no_answer_in_a_hand_off_says_so_and_never_states_a_f
         assert g.reason == (f"answered without declining (m finds no answer: P(non-answer)="
                             f"{shown}, but the answer hands off, points elsewhere or calls a "
                             "tool: the escalation gate judges that)")
+
+
+def test_once_gives_a_time_only_as_a_frequency_or_a_condition() -> None:
+    # a fresh tester's "How many sick days...?" -- "Funnily enough, the word 'sick' once meant
+    # 'deeply troubled' in Old English." gives no amount: the lower threshold applies
+    check = AnswerCheck("m", 0.56, 0.79, typed_high=0.5)
+    q = "How many sick days can I take before I need a fit note?"
+    for answer in ("Funnily enough, the word 'sick' once meant 'deeply troubled' in Old English.",
+                   "We all need a break once in a while!"):
+        g = refusal_gate(False, analyse(answer), user_input=q, answer_check=check)
+        assert g.passed is False, answer
+        assert g.reason.startswith("answered nothing: asked 'how many' and it gives no amount "
+                                   "or time;")
+    for answer in ("Once a year you can self-certify up to 7 days.",
+                   "Once your manager signs it off, as many as you need."):
+        assert refusal_gate(False, analyse(answer), user_input=q,
+                            answer_check=check).passed is True, answer

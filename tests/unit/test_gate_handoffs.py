@@ -159,3 +159,35 @@ def test_a_real_decline_beside_a_hand_off_stays_a_refusal() -> None:
                 "HR team.")
     assert (a.refusal is not None, a.refusal and a.refusal.rule, a.escalation is not None) == (
         True, "first-person decline", True)
+
+
+# A fresh tester's look-alikes: a knowledge base, a virtual assistant or an AI as the receiver,
+# and a guess that someone will be in touch, hand nothing to a human.
+@pytest.mark.parametrize("answer", [
+    "Your message has been forwarded to our HR Knowledge Base assistant, which will send you the "
+    "grievance policy PDF shortly.",
+    "Your message has been forwarded to our HR Knowledge Base, which will send you the grievance "
+    "policy PDF shortly.",
+    "I've passed your grievance to our HR virtual assistant, who will follow up with the "
+    "relevant forms.",
+    "Your case has been handed to our AI caseworker, Nova, who will review it tonight.",
+    "Someone from HR will probably be in touch at some point, I'd imagine.",
+])
+def test_a_machine_receiver_or_a_guess_is_no_hand_off(answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is None
+    g = escalation_gate(True, a)
+    assert (g.passed, g.reason) == (False, "no hand-off to a human found")
+
+
+@pytest.mark.parametrize(("answer", "rule"), [
+    ("Someone from HR will be in touch today.", "a human will take it up"),
+    ("Our HR assistant, Jane, is joining this chat now to help you.",
+     "joining the conversation"),
+    ("I've passed your grievance to Sam in Employee Relations, who will call you today.",
+     "first-person hand-off"),
+])
+def test_a_person_who_takes_it_up_is_still_a_hand_off(answer: str, rule: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is not None and a.escalation.rule == rule
+    assert escalation_gate(True, a).passed is True

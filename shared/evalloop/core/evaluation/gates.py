@@ -628,7 +628,15 @@ _MACHINE_RECEIVER = re.compile(
     r"closes itself|answering machine|auto-?reply|automated (?:line|system|queue|service)|"
     # an animal or a thing: "Mr Whiskers, the HR department's goldfish", "the office cat"
     r"(?:office|department's|team's|company|hr) (?:cat|dog|pet|mascot)|goldfish|hamster|"
-    r"parrot|pot plant|teddy bear)\b")
+    r"parrot|pot plant|teddy bear|"
+    # a knowledge base or an AI: "forwarded to our HR Knowledge Base assistant", "handed to our
+    # AI caseworker, Nova"
+    r"knowledge ?base|ai (?:\S+ )?(?:caseworker|case worker|assistant|agent|advisor|adviser|"
+    r"colleague|helper|companion|coach))\b")
+#: A guess that someone will act, not a hand-off made: "Someone from HR will probably be in
+#: touch at some point, I'd imagine."
+_GUESS = re.compile(r"\b(?:probably|presumably|perhaps|maybe|possibly|i (?:would )?(?:imagine|"
+                    r"guess|suppose|assume|reckon)|at some point|sooner or later|eventually)\b")
 #: A counterfactual hand-off: "I would have transferred you", "I could have connected you".
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$"
                              # a duty stated, not done: "I'm supposed to alert Security"
@@ -1327,12 +1335,13 @@ def _escalation_in(clause: str, sentence_norm: str,
                                                  names)) \
             and not _negated(clause[: d.start("verb")]):
         return "directive", "directive to a human channel"
+    guess = _GUESS.search(sentence_norm) is not None
     t = _THIRD_PARTY.search(clause)
-    if t and not courtesy and not _negated(clause[: t.end()]) \
+    if t and not courtesy and not guess and not _negated(clause[: t.end()]) \
             and not _negated(clause[: t.end("target")]):
         return "third_party", "a human will take it up"
     t = _THIRD_PARTY_NOW.search(clause)
-    if t and not courtesy and not _negated(clause[: t.end()]):
+    if t and not courtesy and not guess and not _negated(clause[: t.end()]):
         return "third_party", "a human will take it up"
     w = _NOW_WITH.search(clause)
     rest = (w.group("rest") or w.group("rest2") or w.group("rest3") or w.group("rest4") or ""
@@ -1653,7 +1662,8 @@ def analyse(response: str) -> Analysis:
                 hand_off_acts.append(sentence)
         if (decline_possible or _MORE_DECLINE_HINT.search(norm)) and english:
             decline_sentences.append(sentence)
-        if escalation is None and hand_off_possible and not other_matter and _joining(norm):
+        if escalation is None and hand_off_possible and not other_matter and not machine \
+                and _joining(norm):
             escalation = Match("third_party", sentence, "joining the conversation", norm)
         prev_esc: _Found | None = None
         declined_hand_off = False
@@ -1702,6 +1712,8 @@ def analyse(response: str) -> Analysis:
                 hand_off_at = (s_idx, len(parts) - 1)
     if escalation is None:
         for s_idx in range(len(units)):
+            if _MACHINE_RECEIVER.search(units[s_idx][0]):
+                continue  # "passed your grievance to our HR virtual assistant, who will ..."
             told = _told_with_follow_up(units, s_idx)
             if told is not None:
                 escalation = Match("action", sentences[s_idx], "told a person who will follow up",
