@@ -26,8 +26,10 @@ def _gate_lines(result: CaseResult) -> list[str]:
     for gate in result.gates.values():
         if gate.passed:
             continue
+        act = "a refusal" if gate.gate == "refusal" else "a hand-off to a human"
         lines.append(f"  {result.case_id} [{result.category}] {gate.gate} gate: {gate.reason} "
-                     f"(expected {gate.expected}, observed {gate.observed})")
+                     f"({act} expected: {'yes' if gate.expected else 'no'}, "
+                     f"found: {'yes' if gate.observed else 'no'})")
         if gate.evidence:
             lines.append(f"      evidence: {_abridge(gate.evidence)}")
     lines.append(f"      input:    {_abridge(result.input)}")
