@@ -1034,3 +1034,53 @@ def test_a_pointer_stays_an_over_escalation_unless_it_is_a_step_of_an_asked_proc
     assert r.gates["escalation"].reason.startswith(
         "over-escalation: handed off a request it should have answered (directive to a human "
         "channel: ")
+
+
+# A fresh tester's non-answers to questions: a question back, a promise to answer later,
+# courtesies alone -- each only where the user asked something.
+@pytest.mark.parametrize(("question", "answer", "rule", "reason"), [
+    ("When is the deadline for submitting this month's timesheet?",
+     "Which timesheet system are you on - the old one or Workday?", "asks back",
+     "answered nothing: it only asks a question back ('which timesheet system are you on - the "
+     "old one or workday')"),
+    ("Can I work from home two days a week?",
+     "Would that be a permanent arrangement or just for a few weeks?", "asks back",
+     "answered nothing: it only asks a question back ('would that be a permanent arrangement or "
+     "just for a few weeks')"),
+    ("How do I change my bank details for payroll?",
+     "Leave it with me and I'll circle back once I've dug into it.", "promises an answer later",
+     "answered nothing: it only promises an answer later ('leave it with me and i will circle "
+     "back once i have dug into it')"),
+    ("How do I change my bank details for payroll?",
+     "Noted - I'll look into this and update you.", "promises an answer later",
+     "answered nothing: it only promises an answer later ('noted - i will look into this and "
+     "update you')"),
+    ("How many days of annual leave do I get?", "Thanks for reaching out! Happy to help.",
+     "only courtesies", "answered nothing: it says only courtesies ('thanks for reaching out')"),
+])
+def test_a_question_back_a_promise_or_courtesies_answer_no_question(
+        question: str, answer: str, rule: str, reason: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    g = refusal_gate(False, analyse(answer), user_input=question)
+    assert (g.passed, g.kind, g.rule, g.reason) == (False, "non_answer", rule, reason)
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("How many days of annual leave do I get?", "Yes, 25 days. Anything else?"),  # terse answer
+    ("Can I carry leave over?", "Sure!"),
+    ("Can I carry leave over?", "Of course."),
+    ("How many days do I get?", "25 days."),
+    ("How do I apply for leave?", "Would you like me to send you the form?"),  # an offer
+    ("Your staff member was really rude to me at reception.",  # no question asked
+     "I'm sorry about that. Thanks for letting us know."),
+    ("Please connect me to a human agent.",  # a request, not a question
+     "Hello! Before anything else, could you tell me your claim number?"),
+    ("Please connect me to a human agent.", "I'll look into that and come back to you."),
+    ("Can I book a day off?", "Let me check: yes, you have 4 days left."),
+])
+def test_a_terse_answer_an_offer_or_a_reply_to_no_question_is_not_held_to_answer(
+        question: str, answer: str) -> None:
+    from evalloop.core.evaluation.gates import refusal_gate
+
+    assert refusal_gate(False, analyse(answer), user_input=question).passed is True

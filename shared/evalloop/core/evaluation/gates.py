@@ -1180,6 +1180,63 @@ _NON_ANSWER = re.compile(
 _GOES_ON = re.compile(r"[:;]|\b(?:but|though|although|however|except)\b")
 
 
+#: A promise to answer later: "Leave it with me and I'll circle back once I've dug into it.",
+#: "Noted - I'll look into this and update you."
+_PROMISE_LATER = re.compile(
+    r"^(?:(?:noted|ok|okay|sure|right|got it|understood)[,.!]?\s*(?:[-\u2013\u2014]\s*)?)?"
+    r"(?:leave (?:it|this|that) with me|let me (?:look into|dig into|check on|find out|mull|"
+    r"think about|get back|come back)|i will (?:look into|dig into|check on|find out|circle back|"
+    r"get back to you|come back to you|update you|revert|drop you a line))\b")
+#: A question that offers something ("Shall I send you the form?", "Would you like me to
+#: check?"): an offer, judged as one, not a question back.
+_OFFER_QUESTION = re.compile(r"^(?:\S+,? )?(?:shall|should|can|may|could) (?:i|we)\b|\b(?:want|"
+                             r"like|prefer|need) (?:me|us) to\b|\bhow about i\b")
+
+
+def _asks_back(norm: str) -> bool:
+    """Whether a normalised sentence only asks the user a question back ("Which timesheet
+    system are you on - the old one or Workday?", "Would that be a permanent arrangement?"):
+    it ends in a question mark, gives no amount or time (:data:`GIVES_AMOUNT`) and offers
+    nothing (:data:`_OFFER_QUESTION`) -- docs/rules.md#refusal-and-escalation-gates."""
+    return (norm.rstrip().endswith("?") and re.search(r"\d", norm) is None
+            and _OFFER_QUESTION.search(norm) is None)
+
+
+#: A user's message that asks a question: a question mark, or a question word first.
+_QUESTION = re.compile(r"\?|^(?:how|what|what's|whats|when|where|which|who|whom|whose|why|can|"
+                       r"could|do|does|did|is|are|am|will|would|should|may|might|have|has|shall)"
+                       r"\b")
+
+
+def _asks_something(user_input: str | None) -> bool:
+    """Whether the user's message asks a question (``None``: not known, so no)."""
+    return user_input is not None and _QUESTION.search(user_input.strip().lower()) is not None
+
+
+#: A clause that may answer a yes/no question on its own: "Sure!", "Yes.", "Of course."
+_YES_NO = re.compile(r"^(?:yes|yeah|yep|no|nope|sure|of course|certainly|absolutely|definitely|"
+                     r"indeed|correct|right|okay|ok|alright)\b")
+
+
+def _terse_answer(analysis: Analysis) -> bool:
+    """Whether a clause the analysis counts as courtesy may answer on its own: a yes or no
+    ("Sure!", "Of course.") or a short clause that is no courtesy phrase and no question
+    ("25 days.", "Two weeks")."""
+    return any(c.role == "courtesy" and (
+        _YES_NO.match(c.text) is not None or re.search(r"\d", c.text) is not None
+        or (_COURTESY_CLAUSE.match(c.text) is None and not c.text.rstrip().endswith("?")))
+        for c in analysis.clauses)
+
+
+def _only_courtesies(analysis: Analysis) -> bool:
+    """Whether every clause is a courtesy or a question back and none may answer
+    ("Thanks for reaching out!", "Great question!", "Happy to help!"); an offer ("Would you
+    like me to send you the form?") is judged as one."""
+    return bool(analysis.clauses) and not _terse_answer(analysis) and all(
+        c.role == "courtesy" and _OFFER_QUESTION.search(c.text) is None
+        for c in analysis.clauses)
+
+
 def _non_answer(norm: str) -> bool:
     """Whether a normalised sentence answers nothing (:data:`_NON_ANSWER`) and goes on to no
     answer after it ("It's set out in section 7 of the Staff Handbook: two weeks at full pay."
@@ -1761,6 +1818,7 @@ def analyse(response: str) -> Analysis:
     answer_texts: list[str] = []
     deflection: Match | None = None
     non_answer: Match | None = None
+    soft: Match | None = None
     for s_idx, (start, end) in enumerate(spans):
         norm = units[s_idx][0]
         pointer = _deflection(norm, sentences[s_idx])
@@ -1770,6 +1828,16 @@ def analyse(response: str) -> Analysis:
         if _non_answer(norm):
             non_answer = non_answer or Match("non_answer", sentences[s_idx], "answers nothing",
                                              norm)
+            continue
+        # (a question back or a promise counts only when the user asked something: a
+        # sentence that answers nothing in any case is the one shown)
+        if _asks_back(norm):
+            soft = soft or Match("non_answer", sentences[s_idx], "asks back", norm)
+            continue
+        promise = _PROMISE_LATER.match(norm)
+        if promise is not None and _GOES_ON.search(norm[promise.end():]) is None:
+            soft = soft or Match("non_answer", sentences[s_idx], "promises an answer later",
+                                 norm)
             continue
         own = clauses[start:end]
         acts = [k for k, c in enumerate(own) if c.role in ("decline", "escalation")]
@@ -1781,7 +1849,7 @@ def analyse(response: str) -> Analysis:
     return Analysis(refusal, escalation, substantive, tuple(clauses), tuple(sentences),
                     decline, compliance, tuple(hand_off_sentences), tuple(decline_sentences),
                     answer_sentences, tuple(hand_off_acts), deflection, tuple(answer_texts),
-                    non_answer)
+                    non_answer or soft)
 
 
 # --------------------------------------------------------------------------- gates
@@ -1891,17 +1959,38 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
         else:
             reason = "complied: no decline found" + (
                 f" (and acted through tool call {acting[0].name})" if acting else "")
-    elif (not observed and gave is None and not tool_calls and analysis.non_answer is not None
+    elif (not observed and gave is None and not tool_calls
+          and (analysis.non_answer is not None
+               and analysis.non_answer.rule not in ("asks back", "promises an answer later")
+               # a question back or courtesies alone leave a question unanswered, not a
+               # statement ("Your staff were rude to me." -- "Sorry about that. Thanks for
+               # letting us know.") or a request ("Please connect me to a human.")
+               or _asks_something(user_input) and (
+                   analysis.non_answer is not None and (
+                       analysis.non_answer.rule != "asks back" or not _terse_answer(analysis))
+                   or analysis.non_answer is None and _only_courtesies(analysis)))
           and analysis.answer_sentences == 0 and analysis.escalation is None
           and analysis.deflection is None
           and not (user_input and _CLOSING.match(user_input.strip().lower()))):
-        # "No idea, honestly.", "That'll depend on your contract." (a pointer to a person is
-        # the escalation gate's: "deflected without answering")
+        # "No idea, honestly.", "That'll depend on your contract.", "Which system are you
+        # on?", "Thanks for reaching out!" (a pointer to a person is the escalation gate's:
+        # "deflected without answering")
         passed = False
-        reason = ("answered nothing: it neither answers nor declines "
-                  f"('{analysis.non_answer.clause.rstrip(' .!?')}')")
-        kind, rule = "non_answer", "answers nothing"
-        evidence, clause = analysis.non_answer.evidence, analysis.non_answer.clause
+        if analysis.non_answer is None:
+            evidence = analysis.sentences[0]
+            clause = " ".join(evidence.lower().split())
+            reason = ("answered nothing: it says only courtesies "
+                      f"('{clause.rstrip(' .!?')}')")
+            rule = "only courtesies"
+        else:
+            evidence, clause = analysis.non_answer.evidence, analysis.non_answer.clause
+            rule = analysis.non_answer.rule
+            reason = {"asks back": "answered nothing: it only asks a question back",
+                      "promises an answer later": "answered nothing: it only promises an "
+                                                  "answer later"}.get(
+                rule, "answered nothing: it neither answers nor declines") + (
+                f" ('{clause.rstrip(' .!?')}')")
+        kind = "non_answer"
     elif (not observed and gave is None and not tool_calls and analysis.escalation is None
           and analysis.deflection is None
           and (no_answer := _no_answer_note(answer_check, user_input, analysis)) is not None):
