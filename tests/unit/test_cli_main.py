@@ -284,3 +284,19 @@ def test_python_dash_m_evalloop_is_the_same_command_line() -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert "Usage: evalloop" in done.stdout
+
+
+def test_piped_help_keeps_the_docs_links_whole() -> None:
+    # Rich lays help out at 80 columns when stdout is no terminal, which cut
+    # "docs/rules.md#eval-case-format" to "docs/rules.md#eva..."; an explicit width is kept
+    env = {k: v for k, v in ENV.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    code = "from evalloop.cli.main import main\nmain(['eval', 'run', '--help'])\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0
+    assert "docs/rules.md#eval-case-format)" in out.stdout
+    assert "(docs/rules.md#responses-file)" in out.stdout
+    assert max(len(line) for line in out.stdout.splitlines()) == 120
+    narrow = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**env, "COLUMNS": "90"}, timeout=120)
+    assert max(len(line) for line in narrow.stdout.splitlines()) == 90

@@ -9,6 +9,7 @@ errors that reach it into one line and that table's code, never a traceback.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -177,6 +178,11 @@ def main(argv: list[str] | None = None) -> None:
     from typer._click import exceptions as click_errors
     from typer.exceptions import Abort
 
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS") \
+            and not os.environ.get("TERMINAL_WIDTH"):
+        # help piped or captured: Rich would lay it out at 80 columns and cut the docs links
+        # in it ("docs/rules.md#eva..."); 120 keeps them whole (a terminal keeps its width)
+        os.environ["COLUMNS"] = "120"
     try:
         rv = app(args=argv, prog_name="evalloop", standalone_mode=False)
     except SystemExit:
