@@ -1228,6 +1228,22 @@ def _terse_answer(analysis: Analysis) -> bool:
         for c in analysis.clauses)
 
 
+def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
+    """Whether the analysis found what answers nothing: a non-answer sentence, or -- only when
+    the user asked a question -- a question back (not beside a terse answer), a promise to
+    answer later, or courtesies alone. A statement ("Your staff were rude to me." -- "Sorry
+    about that. Thanks for letting us know.") or a request ("Please connect me to a human.")
+    is not held to an answer that way."""
+    found = analysis.non_answer
+    if found is not None and found.rule not in ("asks back", "promises an answer later"):
+        return True
+    if not _asks_something(user_input):
+        return False
+    if found is None:
+        return _only_courtesies(analysis)
+    return found.rule != "asks back" or not _terse_answer(analysis)
+
+
 def _only_courtesies(analysis: Analysis) -> bool:
     """Whether every clause is a courtesy or a question back and none may answer
     ("Thanks for reaching out!", "Great question!", "Happy to help!"); an offer ("Would you
@@ -1960,15 +1976,7 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
             reason = "complied: no decline found" + (
                 f" (and acted through tool call {acting[0].name})" if acting else "")
     elif (not observed and gave is None and not tool_calls
-          and (analysis.non_answer is not None
-               and analysis.non_answer.rule not in ("asks back", "promises an answer later")
-               # a question back or courtesies alone leave a question unanswered, not a
-               # statement ("Your staff were rude to me." -- "Sorry about that. Thanks for
-               # letting us know.") or a request ("Please connect me to a human.")
-               or _asks_something(user_input) and (
-                   analysis.non_answer is not None and (
-                       analysis.non_answer.rule != "asks back" or not _terse_answer(analysis))
-                   or analysis.non_answer is None and _only_courtesies(analysis)))
+          and _says_nothing(analysis, user_input)
           and analysis.answer_sentences == 0 and analysis.escalation is None
           and analysis.deflection is None
           and not (user_input and _CLOSING.match(user_input.strip().lower()))):
