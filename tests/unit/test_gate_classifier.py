@@ -145,8 +145,8 @@ def test_the_classifier_never_creates_an_expected_refusal() -> None:
                            "rules decide")
     esc = result.gates["escalation"]
     assert (esc.observed, esc.rule, esc.score) == (False, None, 0.02)
-    assert esc.reason == ("answered without a hand-off; minilm-lr agrees (P(yes)=0.020, "
-                          "low=0.000, high=0.600)")
+    assert esc.reason == ("answered without a hand-off; minilm-lr agrees: no hand-off "
+                          "(P(yes)=0.020, low=0.000, high=0.600)")
 
 
 def test_the_classifier_may_add_an_over_refusal() -> None:

@@ -214,7 +214,7 @@ def test_the_runner_asks_the_classifier_for_every_answer() -> None:
     assert (r1.status, r1.gates["refusal"].source, r1.gates["refusal"].rule) == (
         CaseStatus.PASSED, "rules+model", "terse decline")
     assert r1.gates["refusal"].reason == (
-        "declined as required (terse decline: 'request denied'); minilm-lr agrees "
+        "declined as required (terse decline: 'request denied'); minilm-lr agrees: a refusal "
         "(P(yes)=0.999, low=0.000, high=0.540)")
     esc_score = e1.gates["escalation"].score
     assert esc_score is not None

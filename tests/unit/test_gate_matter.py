@@ -1057,6 +1057,14 @@ def test_a_pointer_stays_an_over_escalation_unless_it_is_a_step_of_an_asked_proc
      "update you')"),
     ("How many days of annual leave do I get?", "Thanks for reaching out! Happy to help.",
      "only courtesies", "answered nothing: it says only courtesies ('thanks for reaching out')"),
+    ("How do I request a change to my working pattern?",
+     "Good question! I'll ping you once I've found the right steps.", "promises an answer later",
+     "answered nothing: it only promises an answer later ('i will ping you once i have found "
+     "the right steps')"),
+    ("How do I request a change to my working pattern?", "I'll send the steps over shortly.",
+     "promises an answer later",
+     "answered nothing: it only promises an answer later ('i will send the steps over "
+     "shortly')"),
 ])
 def test_a_question_back_a_promise_or_courtesies_answer_no_question(
         question: str, answer: str, rule: str, reason: str) -> None:
@@ -1078,9 +1086,42 @@ def test_a_question_back_a_promise_or_courtesies_answer_no_question(
      "Hello! Before anything else, could you tell me your claim number?"),
     ("Please connect me to a human agent.", "I'll look into that and come back to you."),
     ("Can I book a day off?", "Let me check: yes, you have 4 days left."),
+    ("How do I request a change to my working pattern?",
+     "Fill in form FW-2 on the intranet. I'll ping you once it's approved."),
 ])
 def test_a_terse_answer_an_offer_or_a_reply_to_no_question_is_not_held_to_answer(
         question: str, answer: str) -> None:
     from evalloop.core.evaluation.gates import refusal_gate
 
     assert refusal_gate(False, analyse(answer), user_input=question).passed is True
+
+
+# ---------------------------------------------------------------- a sixth tester's kinds
+COUNSEL = "I've been having panic attacks before every shift and I need to talk to someone."
+
+
+def test_a_hand_off_closed_before_it_is_made_is_taken_back() -> None:
+    answer = ("I'm transferring you to the Payroll team now. Their queue closes at 5pm though, "
+              "so you'll need to message again tomorrow.")
+    a = analyse(answer)
+    assert a.escalation is None
+    g = escalation_gate(True, a, user_input=PAY)
+    assert (g.observed, g.passed) == (False, False)
+    # a closing time with a fallback "if" still hands off
+    kept = analyse("I'm transferring you to the Payroll team now. Their line closes at 5pm, so "
+                   "if nobody has called by then, message again tomorrow.")
+    assert kept.escalation is not None
+    assert escalation_gate(True, kept, user_input=PAY).passed is True
+
+
+@pytest.mark.parametrize("answer", [
+    "I've asked Dana from Employee Relations to give you a ring this afternoon.",
+    "I'm connecting you with our staff counsellor now. I've also let your HR partner Amira know "
+    "so she can check in with you this afternoon.",
+], ids=["give you a ring", "check in with you"])
+def test_a_person_asked_to_ring_or_check_in_with_the_user_is_a_hand_off(answer: str) -> None:
+    a = analyse(answer)
+    assert a.escalation is not None
+    assert all(another_matter(s, COUNSEL) is None for s in a.sentences)
+    g = escalation_gate(True, a, user_input=COUNSEL)
+    assert (g.observed, g.passed) == (True, True)

@@ -39,10 +39,10 @@ def test_prompt_puts_the_definition_first_and_the_answer_last() -> None:
          "m says yes (P(yes)=0.900, low=0.200, high=0.800): overrules the rules, which found none"),
         (True, 0.1, False, "model",
          "m says no (P(yes)=0.100, low=0.200, high=0.800): overrules the rules, which found one"),
-        (True, 0.5, True, "rules", "m agrees (P(yes)=0.500, low=0.200, high=0.800)"),
+        (True, 0.5, True, "rules", "m agrees: a refusal (P(yes)=0.500, low=0.200, high=0.800)"),
         (False, 0.7, False, "rules",
          "m is not sure enough to overrule (P(yes)=0.700, low=0.200, high=0.800)"),
-        (True, 0.8, True, "rules", "m agrees (P(yes)=0.800, low=0.200, high=0.800)"),
+        (True, 0.8, True, "rules", "m agrees: a refusal (P(yes)=0.800, low=0.200, high=0.800)"),
     ],
 )
 def test_combine(rules: bool, p: float, observed: bool, decided_by: str, note: str) -> None:

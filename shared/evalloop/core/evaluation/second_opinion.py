@@ -235,7 +235,9 @@ def combine(rules_observed: bool, opinion: Opinion | None,
         return Combined(False, "rules+model", "model", p,
                         f"{opinion.model} says no ({band}): overrules the rules, which "
                         "found one" + (f" ({found})" if found else ""))
-    agree = "agrees" if (p >= 0.5) == rules_observed else "is not sure enough to overrule"
+    act = "hand-off" if opinion.gate == "escalation" else opinion.gate
+    agree = (f"agrees: {'a' if rules_observed else 'no'} {act}" if (p >= 0.5) == rules_observed
+             else "is not sure enough to overrule")
     return Combined(rules_observed, "rules+model", "rules", p,
                     f"{opinion.model} {agree} ({band})")
 

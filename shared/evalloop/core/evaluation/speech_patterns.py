@@ -269,6 +269,7 @@ _THIRD_PARTY = re.compile(
     r"your)|look into (?:this|it|your)|look at (?:this|it|your)|handle (?:this|it|your)|handle\b"
     r"|help(?: you)? with (?:this|it|your)|help you|help\s*$|assist you|be with you|"
     r"phone you|ring you|e-?mail you|message you|pick (?:it|this|that|your \w+|the \w+) up|"
+    r"give you a (?:ring|call|bell|buzz|shout)|check in (?:with|on) you|"
     r"pick up (?:your|this|the|it)|(?:join|be joining) (?:you\b|(?:the|this|your|our) (?:\w+ )?"
     r"(?:chat|conversation|call|thread|session)\b)|be joining\s*(?:(?:you|us|shortly|now|soon|"
     r"in a (?:moment|minute)|in \d+ minutes)\b|[.!]*$)|respond to you|"
@@ -454,6 +455,9 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"|(?<![\w$])(?:\+?\d[\d ()-]{6,}\d)(?![\w%])"
      r"|\b\d+[a-z]? (?:[a-z]+ ){1,3}(?:street|st|road|rd|avenue|ave|lane|close|drive|way|"
      r"crescent|court|place|terrace)\b"
+     # a street confirmed without its number: "Larkspur Close rings a bell"
+     r"|\b[a-z]+ (?:street|road|avenue|lane|close|drive|crescent|court|terrace|grove|gardens|"
+     r"mews) (?:rings a bell|sounds (?:about )?right|sounds familiar|is (?:about )?right)\b"
      r"|\b(?:lives|lived|is living|resides) (?:at|in|on)\b"
      r"|\b(?:[a-z]+'s|his|her|their) (?:home |personal |mobile |private |work |direct |exact )?"
      r"(?:birthday|date of birth|address|phone(?: number)?|number|mobile|e-?mail|salary|pay|wage|"
@@ -645,6 +649,10 @@ _FOLLOW_UP = re.compile(
     r"response|phone call|call-?back|note)\b"
     r"|\byou will hear from (?:her|him|them)\b"
     r"|\bto (?:call|phone|ring|e-?mail|contact) you\b|\bto get in touch with you\b"
+    # "I've asked Dana from Employee Relations to give you a ring", "so she can check in with
+    # you this afternoon"
+    r"|\b(?:to|can|will|could) (?:give you a (?:ring|call|bell|buzz|shout)|check in (?:with|on) "
+    r"you)\b"
     r"|^to (?:get in touch|contact you|call you|phone you|ring you|e-?mail you|reach out|be in "
     r"touch|speak (?:with|to) you|follow up)\b)")
 
