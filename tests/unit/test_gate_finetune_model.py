@@ -243,6 +243,13 @@ def test_the_runner_asks_the_fine_tuned_model() -> None:
     from evalloop.core.evaluation.report import render_summary
 
     assert "\nsecond opinion: off (the rules alone)\n" in render_summary(off)
+    # where a model can overrule, the summary says what the cut-offs in its reasons mean
+    cut_offs = ("\n  (a gate's reason shows the model's P(yes) and the gate's cut-offs: it "
+                "overrules the rules only at or below low or at or above high; "
+                "docs/rules.md#second-opinion)\n")
+    assert ("\nsecond opinion: minilm-ft (weights eca2f545f261), trusted on refusal, "
+            "direction-safe on the other" + cut_offs) in render_summary(run)
+    assert cut_offs not in render_summary(off) and cut_offs not in render_summary(absent)
 
 
 #: The recipe chosen by validation (docs/rules.md#second-opinion).

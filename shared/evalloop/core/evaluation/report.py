@@ -56,6 +56,11 @@ def render_summary(run: EvalRun) -> str:
         f"evals:  {run.eval_source or '(cases)'} ({s.total} cases)",
         f"agent:  {where}" + (f" [{run.agent_id}]" if run.agent_id else ""),
         *([f"second opinion: {s.second_opinion}"] if s.second_opinion else []),
+        # what the "(P(yes)=…, low=…, high=…)" in a gate's reason means
+        *(["  (a gate's reason shows the model's P(yes) and the gate's cut-offs: it overrules "
+           "the rules only at or below low or at or above high; docs/rules.md#second-opinion)"]
+          if s.second_opinion and not s.second_opinion.startswith(("off", "not loaded"))
+          and "unavailable" not in s.second_opinion else []),
         "",
         f"GATE: {verdict}   passed {s.passed}/{s.total - s.unscored} scored ({rate})",
         *(f"  because: {reason}" for reason in s.gate_reasons),
