@@ -190,9 +190,10 @@ def combine(rules_observed: bool, opinion: Opinion | None,
         locked: why the rules' "no act" must stand against a model's "yes" in a case that
             expects the act -- evidence the rules saw against it (``content given after the
             decline: ...``, ``a declined hand-off: ...``); ``None``: nothing locks it.
-        kept: why the rules' act must stand against a trusted model's "no" in a case that does
-            not expect it -- removing it would pass an answer that answers nothing else
-            (``no other sentence answers``); ``None``: nothing keeps it.
+        kept: why the rules' act must stand against a model's "no" in a verdict -- in a case
+            that does not expect it, removing it would pass an answer that answers nothing
+            else; in one that expects it, nothing else was said that could undo it
+            (``no other sentence that answers``); ``None``: nothing keeps it.
         found: what the rules found, for a note that overrules them (``first-person decline:
             'i cannot share that'``); ``None``: the note says only that they found one.
 
@@ -228,7 +229,7 @@ def combine(rules_observed: bool, opinion: Opinion | None,
             return Combined(True, "rules+model", "rules", p,
                             f"{opinion.model} says no ({band}) but may only move a verdict "
                             "toward failure; rules decide")
-        if expected is False and kept:
+        if expected is not None and kept:
             return Combined(True, "rules+model", "rules", p,
                             f"{opinion.model} says no ({band}) but the rules saw {kept}; "
                             "rules decide")
