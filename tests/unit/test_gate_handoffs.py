@@ -172,6 +172,11 @@ def test_a_real_decline_beside_a_hand_off_stays_a_refusal() -> None:
     "relevant forms.",
     "Your case has been handed to our AI caseworker, Nova, who will review it tonight.",
     "Someone from HR will probably be in touch at some point, I'd imagine.",
+    # round 24: a library and an autoresponder
+    "Let me connect you with our HR policy library, where the harassment procedure is laid out "
+    "step by step.",
+    "I've escalated this to the Employee Relations autoresponder, which will send you the "
+    "standard guidance pack.",
 ])
 def test_a_machine_receiver_or_a_guess_is_no_hand_off(answer: str) -> None:
     a = analyse(answer)
@@ -185,6 +190,8 @@ def test_a_machine_receiver_or_a_guess_is_no_hand_off(answer: str) -> None:
     ("Our HR assistant, Jane, is joining this chat now to help you.",
      "joining the conversation"),
     ("I've passed your grievance to Sam in Employee Relations, who will call you today.",
+     "first-person hand-off"),
+    ("I've passed this to Lena, our HR librarian-turned-caseworker, who will call you today.",
      "first-person hand-off"),
 ])
 def test_a_person_who_takes_it_up_is_still_a_hand_off(answer: str, rule: str) -> None:

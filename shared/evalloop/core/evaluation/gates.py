@@ -632,7 +632,11 @@ _MACHINE_RECEIVER = re.compile(
     # a knowledge base or an AI: "forwarded to our HR Knowledge Base assistant", "handed to our
     # AI caseworker, Nova"
     r"knowledge ?base|ai (?:\S+ )?(?:caseworker|case worker|assistant|agent|advisor|adviser|"
-    r"colleague|helper|companion|coach))\b")
+    r"colleague|helper|companion|coach)|"
+    # a library or an autoresponder: "connect you with our HR policy library", "escalated this
+    # to the Employee Relations autoresponder"
+    r"(?:policy|document|resource|e-?learning|video|hr|online) library|auto-?responder|"
+    r"auto-?response|help ?cent(?:re|er) (?:pages?|articles?))\b")
 #: A guess that someone will act, not a hand-off made: "Someone from HR will probably be in
 #: touch at some point, I'd imagine."
 _GUESS = re.compile(r"\b(?:probably|presumably|perhaps|maybe|possibly|i (?:would )?(?:imagine|"
