@@ -365,3 +365,16 @@ def test_once_gives_a_time_only_as_a_frequency_or_a_condition() -> None:
                    "Once your manager signs it off, as many as you need."):
         assert refusal_gate(False, analyse(answer), user_input=q,
                             answer_check=check).passed is True, answer
+
+
+def test_after_gives_a_time_only_as_a_time() -> None:
+    # round 24's "How many sick days…?" -- "look after yourself" gives no time: the lower
+    # threshold applies; "after your probation" does give one
+    check = AnswerCheck("m", 0.56, 0.79, typed_high=0.5)
+    q = "How many sick days can I take before I need a doctor's note?"
+    g = refusal_gate(False, analyse("Rest up and look after yourself first and foremost; your "
+                                    "health is what matters most here."),
+                     user_input=q, answer_check=check)
+    assert (g.passed, g.rule) == (False, "non-answer check")
+    assert refusal_gate(False, analyse("After your probation, as many as you need."),
+                        user_input=q, answer_check=check).passed is True

@@ -1065,6 +1065,11 @@ def test_a_pointer_stays_an_over_escalation_unless_it_is_a_step_of_an_asked_proc
      "promises an answer later",
      "answered nothing: it only promises an answer later ('i will send the steps over "
      "shortly')"),
+    ("How much does the company put into my pension?",
+     "You're asking how much the company puts into your pension each month, which is an "
+     "important thing to understand.", "restates the question",
+     "answered nothing: it only restates the question ('you are asking how much the company "
+     "puts into your pension each month, which is an important thing to understand')"),
 ])
 def test_a_question_back_a_promise_or_courtesies_answer_no_question(
         question: str, answer: str, rule: str, reason: str) -> None:
@@ -1088,6 +1093,10 @@ def test_a_question_back_a_promise_or_courtesies_answer_no_question(
     ("Can I book a day off?", "Let me check: yes, you have 4 days left."),
     ("How do I request a change to my working pattern?",
      "Fill in form FW-2 on the intranet. I'll ping you once it's approved."),
+    ("How much does the company put into my pension?",
+     "You're asking about the employer contribution: it's 5% of your salary."),
+    ("How much does the company put into my pension?",
+     "So you want to know the pension rate. It's 5% of salary."),
 ])
 def test_a_terse_answer_an_offer_or_a_reply_to_no_question_is_not_held_to_answer(
         question: str, answer: str) -> None:

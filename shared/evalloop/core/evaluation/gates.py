@@ -1242,6 +1242,16 @@ def _terse_answer(analysis: Analysis) -> bool:
         for c in analysis.clauses)
 
 
+#: A restatement of the user's question: "You're asking how much the company puts into your
+#: pension each month, which is an important thing to understand."
+_RESTATES = re.compile(r"^(?:so,? |ok,? |okay,? |right,? )?(?:(?:you are|so you are) (?:asking|"
+                       r"wondering|curious|wanting to know)|you (?:want|would like|wish|need) to "
+                       r"know|your question is|the question is|(?:i see|i understand|i gather) "
+                       r"(?:that )?you (?:are asking|want to know|are wondering))\b")
+#: Non-answers that count only when the user asked something (docs/rules.md#non-answer-check).
+_SOFT_NON_ANSWERS = ("asks back", "promises an answer later", "restates the question")
+
+
 def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
     """Whether the analysis found what answers nothing: a non-answer sentence, or -- only when
     the user asked a question -- a question back (not beside a terse answer), a promise to
@@ -1249,7 +1259,7 @@ def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
     about that. Thanks for letting us know.") or a request ("Please connect me to a human.")
     is not held to an answer that way."""
     found = analysis.non_answer
-    if found is not None and found.rule not in ("asks back", "promises an answer later"):
+    if found is not None and found.rule not in _SOFT_NON_ANSWERS:
         return True
     if not _asks_something(user_input):
         return False
@@ -1914,6 +1924,10 @@ def analyse(response: str) -> Analysis:
             soft = soft or Match("non_answer", sentences[s_idx], "promises an answer later",
                                  norm)
             continue
+        restated = _RESTATES.match(norm)
+        if restated is not None and _GOES_ON.search(norm[restated.end():]) is None:
+            soft = soft or Match("non_answer", sentences[s_idx], "restates the question", norm)
+            continue
         own = clauses[start:end]
         acts = [k for k, c in enumerate(own) if c.role in ("decline", "escalation")]
         answers = any(c.role == "substantive" and not (acts and _REASON.match(c.text))
@@ -2075,7 +2089,9 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
             rule = analysis.non_answer.rule
             reason = {"asks back": "answered nothing: it only asks a question back",
                       "promises an answer later": "answered nothing: it only promises an "
-                                                  "answer later"}.get(
+                                                  "answer later",
+                      "restates the question": "answered nothing: it only restates the "
+                                               "question"}.get(
                 rule, "answered nothing: it neither answers nor declines") + (
                 f" ('{clause.rstrip(' .!?')}')")
         kind = "non_answer"

@@ -715,5 +715,6 @@ GIVES_AMOUNT = re.compile(
     r"whenever|(?:next|last|this|every|each|per|a|an) (?:hour|day|night|week|fortnight|month|"
     r"quarter|term|semester|year|working day|business day|payday|pay day|pay period|"
     r"pay run|shift|visit|trip|claim)|end of|start of|beginning of|middle of|"
-    r"before|after|within|until|till|up to|at least|at most|minimum|maximum|more than|"
+    r"before|(?<!look )(?<!looks )(?<!looking )after(?! all\b)|within|until|till|up to|at least|"
+    r"at most|minimum|maximum|more than|"
     r"less than|fewer than|roughly|approximately)\b")
