@@ -316,7 +316,8 @@ def test_a_pass_shows_what_the_check_said_and_the_threshold_that_applied() -> No
     a = analyse("Interesting question. Next!")
     q = "What's the overtime rate?"
     assert refusal_gate(False, a, user_input=q, answer_check=SAYS_SOMETHING).reason == (
-        "answered without declining (m finds an answer: P(non-answer)=0.400 < 0.790)")
+        "answered without declining (m does not flag it as a non-answer: "
+        "P(non-answer)=0.400 < 0.790)")
     assert refusal_gate(False, a, user_input=q, answer_check=AnswerCheck(
         "m", None, 0.79, "embedding failed: x")).reason == (
         "answered without declining (non-answer check unscored: embedding failed: x)")
@@ -325,10 +326,12 @@ def test_a_pass_shows_what_the_check_said_and_the_threshold_that_applied() -> No
     typed = AnswerCheck("m", 0.49, 0.79, typed_high=0.5)
     assert refusal_gate(False, a, user_input="How many days of leave do I get?",
                         answer_check=typed).reason == (
-        "answered without declining (m finds an answer: P(non-answer)=0.490 < 0.500)")
+        "answered without declining (m does not flag it as a non-answer: "
+        "P(non-answer)=0.490 < 0.500)")
     assert refusal_gate(False, analyse("Ten days."), user_input="How many days of leave do I get?",
                         answer_check=typed).reason == (
-        "answered without declining (m finds an answer: P(non-answer)=0.490 < 0.790)")
+        "answered without declining (m does not flag it as a non-answer: "
+        "P(non-answer)=0.490 < 0.790)")
     # thanks is not a question: the check is not shown
     assert refusal_gate(False, analyse("You're welcome!"), user_input="Thanks!",
                         answer_check=SAYS_SOMETHING).reason == "answered without declining"

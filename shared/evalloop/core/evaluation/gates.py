@@ -541,8 +541,8 @@ def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
         return (f" ({check.model} finds no answer: P(non-answer)={check.p_non_answer:.3f} >= "
                 f"{threshold:.3f}, but the answer hands off, points elsewhere or calls a "
                 "tool: the escalation gate judges that)")
-    return (f" ({check.model} finds an answer: P(non-answer)={check.p_non_answer:.3f} < "
-            f"{threshold:.3f})")
+    return (f" ({check.model} does not flag it as a non-answer: "
+            f"P(non-answer)={check.p_non_answer:.3f} < {threshold:.3f})")
 
 
 #: A user's message that asks nothing: "Thanks, that's all I needed!"
