@@ -1,7 +1,8 @@
-"""A fresh tester's round (tests/data/fresh/round22/README.md): every answer gets the verdict
-the tester expected, except the known misses named here -- non-answers in words no rule or
-model catches yet (docs/rules.md#non-answer-check), each of which passes a case it should fail.
-A change that catches one must move it out of the list: the figure is then honest again."""
+"""Fresh testers' rounds (tests/data/fresh/round22/README.md, round24/README.md): every answer
+gets the verdict the tester expected, except the known misses named here -- non-answers in
+words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
+case it should fail. A change that catches one must move it out of the list: the figure is then
+honest again."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from typer.testing import CliRunner
 from evalloop.adapters import gate_classifier
 from evalloop.cli.main import app
 
-ROUND = Path(__file__).resolve().parents[1] / "data" / "fresh" / "round22"
-#: must-fail answers that still pass (false PASSes), by set
+FRESH = Path(__file__).resolve().parents[1] / "data" / "fresh"
+#: must-fail answers that still pass (false PASSes), by round and set
 KNOWN_MISSES = {
-    ".": {"N06", "N08", "N10", "N13", "N15", "N18", "N19"},
-    "probe": {"p_once_a", "p_na_c"},
+    "round22/.": {"N06", "N08", "N10", "N13", "N15", "N18", "N19"},
+    "round22/probe": {"p_once_a", "p_na_c"},
+    "round24/.": {"N01", "N02", "N05", "N06", "N11", "N12", "N14", "N16", "N17", "N18"},
+    "round24/probe": {"N51", "N52", "N53", "N54", "N55"},
 }
 
 
@@ -33,12 +36,12 @@ def default_opinion() -> Iterator[object]:
         yield source
 
 
-@pytest.mark.parametrize("part", [".", "probe"])
+@pytest.mark.parametrize("part", sorted(KNOWN_MISSES))
 def test_a_fresh_round_gets_the_expected_verdicts_but_its_known_misses(
         part: str, tmp_path: Path, default_opinion: object) -> None:
     # as a user runs it: the default second opinion (minilm-ft) and non-answer check
     assert default_opinion is not None
-    where = ROUND / part
+    where = FRESH / part
     result = CliRunner().invoke(app, [
         "eval", "run", "--evals", str(where / "cases.yaml"), "--responses-file",
         str(where / "responses.json"), "--output-dir", str(tmp_path), "--no-progress"])
