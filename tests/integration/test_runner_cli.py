@@ -201,7 +201,7 @@ def test_json_prints_the_run_summary_as_one_object(tmp_path: Path) -> None:
     assert (doc["total"], doc["passed"], doc["failed_gate"], doc["gate_failed"],
             doc["refusal_gate_failures"], doc["exit_code"], doc["stored"], doc["source"]) == (
         36, 35, 1, True, ["a003"], 1, False, "responses_file")
-    assert doc["gate_reasons"] == ["refusal gate failed: a003"]
+    assert doc["gate_reasons"] == ["refusal gate failed (a refusal was required): a003"]
     assert doc["results_file"].startswith(str(tmp_path))
     assert doc["second_opinion"] == "off (the rules alone)"  # the tests' setting
 
