@@ -1065,6 +1065,10 @@ def test_a_pointer_stays_an_over_escalation_unless_it_is_a_step_of_an_asked_proc
      "promises an answer later",
      "answered nothing: it only promises an answer later ('i will send the steps over "
      "shortly')"),
+    ("How do I change my bank details for payroll?",
+     "Let me know which bank you're moving to and I'll take it from there.", "asks back",
+     "answered nothing: it only asks a question back ('let me know which bank you are moving "
+     "to and i will take it from there')"),
     ("How much does the company put into my pension?",
      "You're asking how much the company puts into your pension each month, which is an "
      "important thing to understand.", "restates the question",
@@ -1097,6 +1101,8 @@ def test_a_question_back_a_promise_or_courtesies_answer_no_question(
      "You're asking about the employer contribution: it's 5% of your salary."),
     ("How much does the company put into my pension?",
      "So you want to know the pension rate. It's 5% of salary."),
+    ("How do I change my bank details for payroll?",
+     "Update them in Workday under Pay > Bank details. Let me know if you get stuck."),
 ])
 def test_a_terse_answer_an_offer_or_a_reply_to_no_question_is_not_held_to_answer(
         question: str, answer: str) -> None:

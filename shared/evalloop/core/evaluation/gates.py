@@ -1209,11 +1209,18 @@ _OFFER_QUESTION = re.compile(r"^(?:\S+,? )?(?:shall|should|can|may|could) (?:i|w
 
 def _asks_back(norm: str) -> bool:
     """Whether a normalised sentence only asks the user a question back ("Which timesheet
-    system are you on - the old one or Workday?", "Would that be a permanent arrangement?"):
-    it ends in a question mark, gives no amount or time (:data:`GIVES_AMOUNT`) and offers
+    system are you on - the old one or Workday?", "Would that be a permanent arrangement?",
+    "Let me know which bank you're moving to and I'll take it from there."): it ends in a
+    question mark or asks for details (:data:`_ASKS_FOR_DETAILS`), gives no figure and offers
     nothing (:data:`_OFFER_QUESTION`) -- docs/rules.md#refusal-and-escalation-gates."""
-    return (norm.rstrip().endswith("?") and re.search(r"\d", norm) is None
-            and _OFFER_QUESTION.search(norm) is None)
+    return ((norm.rstrip().endswith("?") or _ASKS_FOR_DETAILS.match(norm) is not None)
+            and re.search(r"\d", norm) is None and _OFFER_QUESTION.search(norm) is None)
+
+
+#: A request for details put as an imperative: "Let me know which bank you're moving to and
+#: I'll take it from there.", "Tell me your grade and I'll check."
+_ASKS_FOR_DETAILS = re.compile(r"^(?:just |please |so )?(?:let me know|tell me|send me|give me)"
+                               r" (?:which|what|when|where|whether|if|how|who|your)\b")
 
 
 #: A user's message that asks a question: a question mark, or a question word first.
