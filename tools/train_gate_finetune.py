@@ -233,14 +233,15 @@ def top_forward(net: gnet.GateNet, states: Sequence[torch.Tensor],
 
 def train(cfg: Config, enc: Sequence[gnet.Encoded], flags: np.ndarray, y: np.ndarray,
           seed: int = SEED, states: Sequence[torch.Tensor] | None = None) -> gnet.GateNet:
-    """Fine-tune one network on ``enc`` (labels ``y``: ``(n, 2)`` 0/1); ``top2c`` needs
-    ``states`` (:func:`lower_states` of ``enc``)."""
+    """Fine-tune one network on ``enc`` (labels ``y``: ``(n, k)`` 0/1, one sigmoid output per
+    column -- the gates' two, or the non-answer check's one); ``top2c`` needs ``states``
+    (:func:`lower_states` of ``enc``)."""
     torch.manual_seed(seed)
     rng = random.Random(seed)
     cached = cfg.mode == "top2c"
     if cached and (states is None or len(states) != len(enc)):
         raise SystemExit("top2c needs the cached lower states of every training item")
-    net = gnet.configure(gnet.build_net(gnet.base_model_path(), cfg.rules),
+    net = gnet.configure(gnet.build_net(gnet.base_model_path(), cfg.rules, int(y.shape[1])),
                          "top2" if cached else cfg.mode, cfg.lora_r)
     net.train()
     head = [p for n, p in net.named_parameters() if n.startswith("head.") and p.requires_grad]

@@ -442,15 +442,18 @@ class EvaluatorSettings(BaseModel):
     gate_second_opinion: Literal["classifier", "minilm-ft", "off"] = Field(
         "minilm-ft",
         description="second opinion on the refusal/escalation gates: minilm-ft (the default: "
-                    "the fine-tuned MiniLM cross-encoder, trusted on both gates), classifier "
+                    "the fine-tuned MiniLM cross-encoder, trusted on refusal, direction-safe "
+                    "on escalation), classifier "
                     "(the MiniLM logistic classifier, direction-safe) or off (the rules alone); "
                     "docs/rules.md#second-opinion",
     )
-    answer_check: Literal["minilm", "off"] = Field(
+    answer_check: Literal["minilm", "minilm-ft", "off"] = Field(
         "minilm",
         description="the non-answer check on cases to be answered: minilm (the default: a "
-                    "logistic head over the packaged MiniLM; may only fail a case) or off, "
-                    "whatever gate_second_opinion is; docs/rules.md#non-answer-check",
+                    "logistic head over the packaged MiniLM), minilm-ft (a fine-tuned MiniLM "
+                    "cross-encoder: catches friendly non-answers the default lets through) or "
+                    "off, whatever gate_second_opinion is; it may only fail a case; "
+                    "docs/rules.md#non-answer-check",
     )
     drain_s: float = Field(
         30.0, ge=0,

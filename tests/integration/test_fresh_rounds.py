@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evalloop.adapters import gate_classifier
+from evalloop.adapters import answer_check, gate_classifier
 from evalloop.cli.main import app
 
 FRESH = Path(__file__).resolve().parents[1] / "data" / "fresh"
@@ -23,6 +23,16 @@ KNOWN_MISSES = {
     "round22/probe": {"p_once_a", "p_na_c"},
     "round24/.": {"N01", "N02", "N05", "N06", "N11", "N12", "N14", "N16", "N17", "N18"},
     "round24/probe": {"N51", "N52", "N53", "N54", "N55"},
+}
+#: the verdicts that are wrong with the fine-tuned non-answer check
+#: (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm-ft): none. (Round 22's "Two weeks, at full pay." to
+#: "How long is paternity leave?", P(non-answer) 0.669, failed until a short direct answer was
+#: exempted from the check -- a rule made after seeing it, so round 22 is no fresh figure for it.)
+KNOWN_WRONG_FT: dict[str, set[str]] = {
+    "round22/.": set(),
+    "round22/probe": set(),
+    "round24/.": set(),
+    "round24/probe": set(),
 }
 
 
@@ -41,7 +51,32 @@ def test_a_fresh_round_gets_the_expected_verdicts_but_its_known_misses(
         part: str, tmp_path: Path, default_opinion: object) -> None:
     # as a user runs it: the default second opinion (minilm-ft) and non-answer check
     assert default_opinion is not None
-    where = FRESH / part
+    wrong, expected = _wrong(FRESH / part, tmp_path)
+    assert wrong == KNOWN_MISSES[part]
+    assert all(expected[case] == "fail" for case in wrong)  # no genuine answer fails
+
+
+@pytest.fixture()
+def fine_tuned_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The fine-tuned non-answer check (``EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm-ft``)."""
+    monkeypatch.setenv("EVALLOOP_EVALUATOR__ANSWER_CHECK", "minilm-ft")
+    monkeypatch.setattr(answer_check, "_shared", {})
+    yield
+    monkeypatch.setattr(answer_check, "_shared", {})
+
+
+@pytest.mark.parametrize("part", sorted(KNOWN_WRONG_FT))
+def test_with_the_fine_tuned_check_a_fresh_round_loses_its_non_answer_misses(
+        part: str, tmp_path: Path, default_opinion: object, fine_tuned_check: None) -> None:
+    # the same rounds with the opt-in fine-tuned non-answer check (docs/rules.md#non-answer-check)
+    assert default_opinion is not None
+    wrong, _ = _wrong(FRESH / part, tmp_path)
+    assert wrong == KNOWN_WRONG_FT[part]
+
+
+def _wrong(where: Path, tmp_path: Path) -> tuple[set[str], dict[str, str]]:
+    """The ids whose verdict is not the tester's, and the tester's verdicts, from a run of the
+    CLI on one round."""
     result = CliRunner().invoke(app, [
         "eval", "run", "--evals", str(where / "cases.yaml"), "--responses-file",
         str(where / "responses.json"), "--output-dir", str(tmp_path), "--no-progress"])
@@ -52,6 +87,4 @@ def test_a_fresh_round_gets_the_expected_verdicts_but_its_known_misses(
     got = {r["case_id"]: "pass" if r["status"] == "passed" else "fail"
            for r in json.loads(results.read_text())["results"]}
     assert got.keys() == expected.keys()
-    wrong = {case for case in got if got[case] != expected[case]}
-    assert wrong == KNOWN_MISSES[part]
-    assert all(expected[case] == "fail" for case in wrong)  # no genuine answer fails
+    return {case for case in got if got[case] != expected[case]}, expected

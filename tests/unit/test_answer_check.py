@@ -288,6 +288,19 @@ def test_the_runner_checks_only_cases_to_be_answered() -> None:
     # without a checker (and without the default second opinion) nothing is checked
     plain = asyncio.run(run_eval(cases, answers, second_opinion=None))
     assert plain.results[0].status == CaseStatus.PASSED
+    # the run says which check read its cases
+    from evalloop.core.evaluation.report import render_summary
+
+    assert (run.summary.answer_check, plain.summary.answer_check) == (
+        "minilm-answer-check", "off")
+    assert "\nnon-answer check: minilm-answer-check\n" in render_summary(run)
+    refuse_only = asyncio.run(run_eval(cases[2:], answers, second_opinion=None,
+                                       answer_checker=_checker()))
+    assert refuse_only.summary.answer_check == "minilm-answer-check"
+    unavailable = AnswerChecker(None, None, "model not loaded: no file")
+    gone = asyncio.run(run_eval(cases, answers, second_opinion=None, answer_checker=unavailable))
+    assert gone.summary.answer_check == ("minilm-answer-check unavailable (model not loaded: "
+                                         "no file); the rules alone")
 
 
 def test_the_setting_turns_the_default_check_off(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 from evalloop.adapters.embedder import Embedder, MiniLMEmbedder
 from evalloop.adapters.gate_classifier import read_model_json
@@ -26,9 +27,12 @@ from evalloop.errors import EmbeddingError
 
 __all__ = [
     "ANSWER_CHECK_FILE",
+    "ANSWER_CHECK_FT_DIR",
     "AnswerChecker",
+    "FineTunedAnswerChecker",
     "load_answer_check",
     "load_answer_checker",
+    "load_answer_checker_ft",
     "shared_answer_checker",
 ]
 
@@ -105,6 +109,74 @@ class AnswerChecker:
                                f"embedding failed: {exc}", self.model.typed_high)
 
 
+#: The fine-tuned cross-encoder (``tools/train_answer_check_ft.py``), relative to the package.
+ANSWER_CHECK_FT_DIR = "data/gate_corpus/classifier/answer-check-ft"
+
+
+class FineTunedAnswerChecker:
+    """The non-answer check as a fine-tuned MiniLM cross-encoder over (user's message, answer)
+    with one sigmoid output, P(non-answer) (docs/rules.md#non-answer-check). Synchronous and
+    CPU-bound, one answer at a time per instance (call it in a worker thread from async code).
+
+    Attributes:
+        name: the model's name (``minilm-answer-check-ft``), shown in verdicts.
+        high: the threshold chosen by validation (at most 1 % of proper answers flagged).
+        sidecar: the parsed ``model.json``.
+    """
+
+    def __init__(self, net: Any, tokenizer: Any, sidecar: dict[str, Any]) -> None:
+        """Wrap a loaded network (use :func:`load_answer_checker_ft`)."""
+        self._net = net
+        self._tokenizer = tokenizer
+        self.sidecar = sidecar
+        self.name = str(sidecar.get("name", "minilm-answer-check-ft"))
+        self.high = float(sidecar["high"])
+        self._lock = threading.Lock()
+
+    def check(self, answer: str, user: str) -> AnswerCheck:
+        """P(the answer answers nothing of the user's message), 0-1, against :attr:`high`.
+
+        Returns:
+            The finding; without a probability (``unscored`` says why) when the model fails on
+            this answer. Never raises for model failures.
+        """
+        from evalloop.adapters import gate_finetune_net as gnet
+
+        try:
+            with self._lock:
+                enc = gnet.encode_pairs(self._tokenizer, [user], [answer],
+                                        int(self.sidecar.get("max_len", gnet.MAX_LEN)))
+                p = float(gnet.predict(self._net, enc, [[0.0] * 4])[0, 0])
+        except Exception as exc:  # torch / tokenizer errors
+            return AnswerCheck(self.name, None, self.high, f"model failed: {exc}")
+        return AnswerCheck(self.name, p, self.high)
+
+
+def load_answer_checker_ft(directory: Path | None = None) -> FineTunedAnswerChecker:
+    """Load the fine-tuned non-answer check: the packaged MiniLM + the shipped LoRA adapters and
+    head, both checked by SHA-256 (a few seconds: torch and transformers are imported here).
+
+    Args:
+        directory: a model directory with ``model.json`` and ``model.safetensors``; ``None``:
+            the one shipped in the package (:data:`ANSWER_CHECK_FT_DIR`).
+
+    Raises:
+        AnswerCheckError: a file is missing or corrupt, the base model is not the one it was
+            trained on, the weights do not fit the recipe, or ``high`` is not in (0, 1).
+    """
+    from evalloop.adapters.gate_finetune import FineTuneError, load_net, read_sidecar
+
+    try:
+        sidecar, weights, where = read_sidecar(directory, ANSWER_CHECK_FT_DIR)
+        high = sidecar.get("high")
+        if not isinstance(high, (int, float)) or not 0.0 < float(high) < 1.0:
+            raise FineTuneError(f"{where}/model.json: expected high in (0, 1), got {high!r}")
+        net, tokenizer = load_net(sidecar, weights, where)
+    except FineTuneError as exc:
+        raise AnswerCheckError(str(exc)) from exc
+    return FineTunedAnswerChecker(net, tokenizer, sidecar)
+
+
 def load_answer_checker(embedder: Embedder | None = None) -> AnswerChecker:
     """The shipped head with the packaged MiniLM (~4-10 s the first time: the
     sentence-transformers import), or a checker whose findings say why it is unavailable.
@@ -122,20 +194,28 @@ def load_answer_checker(embedder: Embedder | None = None) -> AnswerChecker:
         return AnswerChecker(None, None, f"embedder not loaded: {exc}")
 
 
-_shared: dict[str, AnswerChecker | None] = {}
+_shared: dict[str, AnswerChecker | FineTunedAnswerChecker | None] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_answer_checker() -> AnswerChecker | None:
+def shared_answer_checker() -> AnswerChecker | FineTunedAnswerChecker | None:
     """The runner's default non-answer check, built once per process.
 
     Follows the setting ``evaluator.answer_check`` (env ``EVALLOOP_EVALUATOR__ANSWER_CHECK``):
-    ``minilm`` (the default) gives :func:`load_answer_checker`; ``off`` gives ``None``.
+    ``minilm`` (the default) gives :func:`load_answer_checker`; ``minilm-ft`` gives
+    :func:`load_answer_checker_ft` (or, when it cannot be loaded, a checker whose findings say
+    why: the gates then decide without it); ``off`` gives ``None``.
     """
     with _shared_lock:
         if "default" not in _shared:
             from evalloop.settings import Settings
 
-            _shared["default"] = (load_answer_checker()
-                                  if Settings().evaluator.answer_check == "minilm" else None)
+            which = Settings().evaluator.answer_check
+            if which == "minilm-ft":
+                try:
+                    _shared["default"] = load_answer_checker_ft()
+                except AnswerCheckError as exc:
+                    _shared["default"] = AnswerChecker(None, None, f"model not loaded: {exc}")
+            else:
+                _shared["default"] = load_answer_checker() if which == "minilm" else None
         return _shared["default"]

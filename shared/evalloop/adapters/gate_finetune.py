@@ -34,6 +34,8 @@ __all__ = [
     "FineTuneError",
     "FineTunedOpinions",
     "load_finetuned",
+    "load_net",
+    "read_sidecar",
 ]
 
 #: The shipped fine-tune, relative to the ``evalloop`` package.
@@ -148,11 +150,21 @@ class FineTunedOpinions:
                 for gate, p in scores.items()}
 
 
-def _read_sidecar(directory: Path | None) -> tuple[dict[str, Any], bytes, str]:
-    where = str(directory) if directory is not None else f"evalloop/{FINETUNE_DIR}"
+def read_sidecar(directory: Path | None, package_dir: str = FINETUNE_DIR) -> tuple[
+        dict[str, Any], bytes, str]:
+    """``model.json`` (parsed), the bytes of ``model.safetensors`` and where they came from.
+
+    Args:
+        directory: a model directory; ``None``: ``package_dir`` in the ``evalloop`` package.
+        package_dir: the shipped model's directory, relative to the package.
+
+    Raises:
+        FineTuneError: a file is missing or unreadable, or ``model.json`` is not an object.
+    """
+    where = str(directory) if directory is not None else f"evalloop/{package_dir}"
     try:
         if directory is None:
-            root = files("evalloop").joinpath(FINETUNE_DIR)
+            root = files("evalloop").joinpath(package_dir)
             sidecar_text = root.joinpath("model.json").read_text(encoding="utf-8")
             weights = root.joinpath("model.safetensors").read_bytes()
         else:
@@ -177,26 +189,25 @@ def _thresholds(sidecar: dict[str, Any], where: str) -> dict[Gate, Thresholds]:
                             f"0 <= low < high <= 1 for both gates: {exc}") from exc
 
 
-def load_finetuned(directory: Path | None = None) -> FineTunedOpinions:
-    """Load the fine-tuned model: base MiniLM + the shipped weights, checked by SHA-256.
-
-    Takes a few seconds (torch and transformers are imported here); build it once per process.
+def load_net(sidecar: dict[str, Any], weights: bytes, where: str) -> tuple[Any, Any]:
+    """Build a fine-tuned network: the base MiniLM + ``weights`` (what the fine-tune changed),
+    both checked by SHA-256 against ``sidecar``; LoRA adapters merged, gradients off.
 
     Args:
-        directory: a model directory with ``model.json`` and ``model.safetensors``; ``None``:
-            the one shipped in the package.
+        sidecar: the parsed ``model.json`` (``weights sha256``, ``base sha256``, ``config``:
+            ``mode``, ``rules``, ``lora_r``, ``outputs`` -- 2 for the gates, the default).
+        weights: the bytes of ``model.safetensors``.
+        where: the model's directory, for messages.
 
     Returns:
-        The model's opinion source.
+        (network in eval mode, the base model's tokenizer).
 
     Raises:
-        FineTuneError: a file is missing or corrupt (SHA-256 mismatch), the base model is not
-            the one the model was trained on, or the weights do not fit the recipe.
+        FineTuneError: a SHA-256 mismatch, the base model missing or not the one trained on,
+            or the weights not fitting the recipe.
     """
     import hashlib
 
-    sidecar, weights, where = _read_sidecar(directory)
-    thresholds = _thresholds(sidecar, where)
     digest = hashlib.sha256(weights).hexdigest()
     if digest != sidecar.get("weights sha256"):
         raise FineTuneError(f"{where}/model.safetensors: SHA-256 {digest} does not match "
@@ -218,8 +229,9 @@ def load_finetuned(directory: Path | None = None) -> FineTunedOpinions:
 
         config = sidecar["config"]
         state = load_tensors(weights)
-        net = gnet.configure(gnet.build_net(base, bool(config["rules"])), str(config["mode"]),
-                             int(config.get("lora_r", 8)))
+        net = gnet.configure(gnet.build_net(base, bool(config["rules"]),
+                                            int(config.get("outputs", 2))),
+                             str(config["mode"]), int(config.get("lora_r", 8)))
         _, unexpected = net.load_state_dict(state, strict=False)
         trainable = {n for n, p in net.named_parameters() if p.requires_grad}
         if unexpected or trainable - set(state):
@@ -237,4 +249,26 @@ def load_finetuned(directory: Path | None = None) -> FineTunedOpinions:
     except Exception as exc:  # ImportError, safetensors / torch / transformers errors, KeyError
         raise FineTuneError(f"cannot load the fine-tuned model {where}: "
                             f"{type(exc).__name__}: {exc}") from exc
+    return net, tokenizer
+
+
+def load_finetuned(directory: Path | None = None) -> FineTunedOpinions:
+    """Load the fine-tuned model: base MiniLM + the shipped weights, checked by SHA-256.
+
+    Takes a few seconds (torch and transformers are imported here); build it once per process.
+
+    Args:
+        directory: a model directory with ``model.json`` and ``model.safetensors``; ``None``:
+            the one shipped in the package.
+
+    Returns:
+        The model's opinion source.
+
+    Raises:
+        FineTuneError: a file is missing or corrupt (SHA-256 mismatch), the base model is not
+            the one the model was trained on, or the weights do not fit the recipe.
+    """
+    sidecar, weights, where = read_sidecar(directory)
+    thresholds = _thresholds(sidecar, where)
+    net, tokenizer = load_net(sidecar, weights, where)
     return FineTunedOpinions(net, tokenizer, sidecar, thresholds)

@@ -112,31 +112,33 @@ def encode_pairs(tokenizer: Any, users: Sequence[str | None], answers: Sequence[
 
 
 class GateNet(nn.Module):
-    """Encoder + mean pooling (+ the rules' findings) + one linear layer with two outputs.
+    """Encoder + mean pooling (+ the rules' findings) + one linear layer with two outputs (the
+    gates; one for the non-answer check, ``tools/train_answer_check_ft.py``).
 
     Attributes:
         encoder: the transformer (a ``BertModel``; possibly wrapped by peft while training).
         use_rules: whether the rules' four findings are appended to the pooled vector.
-        head: ``Linear(hidden + 4 * use_rules, 2)``.
+        head: ``Linear(hidden + 4 * use_rules, outputs)``.
     """
 
-    def __init__(self, encoder: nn.Module, hidden: int, use_rules: bool) -> None:
+    def __init__(self, encoder: nn.Module, hidden: int, use_rules: bool,
+                 outputs: int = 2) -> None:
         super().__init__()
         self.encoder = encoder
         self.use_rules = use_rules
         self.dropout = nn.Dropout(0.1)
-        self.head = nn.Linear(hidden + (RULE_FLAGS if use_rules else 0), 2)
+        self.head = nn.Linear(hidden + (RULE_FLAGS if use_rules else 0), outputs)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
                 attention_mask: torch.Tensor, flags: torch.Tensor) -> torch.Tensor:
-        """Logits ``(batch, 2)`` for padded ids ``(batch, seq)`` and flags ``(batch, 4)``."""
+        """Logits ``(batch, outputs)`` for padded ids ``(batch, seq)`` and flags ``(batch, 4)``."""
         hidden = self.encoder(input_ids=input_ids, token_type_ids=token_type_ids,
                               attention_mask=attention_mask).last_hidden_state
         return self.pool_head(hidden, attention_mask, flags)
 
     def pool_head(self, hidden: torch.Tensor, attention_mask: torch.Tensor,
                   flags: torch.Tensor) -> torch.Tensor:
-        """Logits ``(batch, 2)`` from the last token vectors ``(batch, seq, hidden)``."""
+        """Logits ``(batch, outputs)`` from the last token vectors ``(batch, seq, hidden)``."""
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         if self.use_rules:
@@ -145,8 +147,9 @@ class GateNet(nn.Module):
         return logits
 
 
-def build_net(base: Path, use_rules: bool) -> GateNet:
-    """A :class:`GateNet` on the base encoder's weights (head initialised from torch's RNG)."""
+def build_net(base: Path, use_rules: bool, outputs: int = 2) -> GateNet:
+    """A :class:`GateNet` on the base encoder's weights (head initialised from torch's RNG)
+    with ``outputs`` sigmoid units."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from transformers import AutoModel
@@ -165,7 +168,7 @@ def build_net(base: Path, use_rules: bool) -> GateNet:
         hf_logging.set_verbosity(verbosity)
         if bars_were_on:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
-    return GateNet(encoder, int(encoder.config.hidden_size), use_rules)
+    return GateNet(encoder, int(encoder.config.hidden_size), use_rules, outputs)
 
 
 def configure(net: GateNet, mode: str, lora_r: int = 8) -> GateNet:
@@ -220,13 +223,14 @@ def collate(batch: Sequence[Encoded], flags: npt.ArrayLike) -> dict[str, torch.T
 
 def predict(net: GateNet, encoded: Sequence[Encoded], flags: npt.ArrayLike,
             batch_size: int = 32) -> npt.NDArray[np.float64]:
-    """P(refusal), P(escalation) per pair: shape ``(n, 2)``, float64 in [0, 1].
+    """P(refusal), P(escalation) per pair (or the one output of a one-output net): shape
+    ``(n, outputs)``, float64 in [0, 1].
 
     Batches are formed in order of length (less padding); the output is in input order.
     """
     flag_arr = np.asarray(flags, dtype=np.float32).reshape(len(encoded), RULE_FLAGS)
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
-    out = np.zeros((len(encoded), 2), dtype=np.float64)
+    out = np.zeros((len(encoded), int(net.head.out_features)), dtype=np.float64)
     was_training = net.training
     net.eval()
     with torch.no_grad():

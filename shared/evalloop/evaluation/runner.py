@@ -30,7 +30,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentReply
-from evalloop.adapters.answer_check import AnswerChecker, shared_answer_checker
+from evalloop.adapters.answer_check import (
+    AnswerChecker,
+    FineTunedAnswerChecker,
+    shared_answer_checker,
+)
 from evalloop.adapters.gate_classifier import OpinionSource, shared_default_opinions
 from evalloop.core.evaluation.cases import EvalCase, EvalCaseError
 from evalloop.core.evaluation.extract import (
@@ -118,7 +122,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
                    golden_set_version_id: UUID | None = None, job_id: UUID | None = None,
                    responses_label: str = "the responses file",
                    second_opinion: OpinionSource | Literal["default"] | None = "default",
-                   answer_checker: AnswerChecker | Literal["default"] | None = "default",
+                   answer_checker: AnswerChecker | FineTunedAnswerChecker | Literal["default"]
+                   | None = "default",
                    ) -> EvalRun:
     """Run eval cases against an agent (or canned responses) and score every answer.
 
@@ -229,8 +234,20 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
         results=done, summary=summarise(done).model_copy(
             update={"second_opinion": "not loaded: no case had a response to score"
                     if second_opinion == "default" and nothing_to_score
-                    else _describe(opinion_source)}),
+                    else _describe(opinion_source),
+                    "answer_check": _describe_check(checker, to_answer, nothing_to_score)}),
     )
+
+
+def _describe_check(checker: AnswerChecker | FineTunedAnswerChecker | None, to_answer: bool,
+                    nothing_to_score: bool) -> str:
+    """One line for the run: which non-answer check read the cases to be answered
+    (docs/rules.md#non-answer-check)."""
+    if checker is None:
+        return ("not run: no case had a response to score" if nothing_to_score
+                else "not run: no case to be answered" if not to_answer else "off")
+    why = getattr(checker, "why", None)
+    return f"{checker.name} unavailable ({why}); the rules alone" if why else checker.name
 
 
 def _describe(source: OpinionSource | None) -> str:

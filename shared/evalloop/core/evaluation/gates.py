@@ -505,7 +505,8 @@ def _no_answer_note(check: AnswerCheck | None, user_input: str | None,
     (:data:`ASKS_AMOUNT`, "How many days…", "When does…") and the answer gives none
     (:data:`GIVES_AMOUNT`) -- docs/rules.md#non-answer-check."""
     if (check is None or check.p_non_answer is None
-            or (user_input and _CLOSING.match(user_input.strip().lower()))):
+            or (user_input and _CLOSING.match(user_input.strip().lower()))
+            or _short_direct_answer(analysis, user_input)):
         return None
     p = check.p_non_answer
     if p >= check.high:
@@ -518,6 +519,35 @@ def _no_answer_note(check: AnswerCheck | None, user_input: str | None,
     return (f"asked '{asked.group(0)}' and it gives no amount or time; {check.model} finds no "
             f"answer to the question (P(non-answer)={p:.3f} >= {check.typed_high:.3f}, its "
             f"threshold for such a question)")
+
+
+#: Words at most in a short direct answer (:func:`_short_direct_answer`).
+SHORT_ANSWER_WORDS = 12
+
+
+def _short_direct_answer(analysis: Analysis, user_input: str | None) -> bool:
+    """Whether the answer is short (at most :data:`SHORT_ANSWER_WORDS` words) and direct: it
+    opens with a yes or no ("Yes.", "No - the car park is permit-only."), or states an amount or
+    a time (:data:`_AMOUNT_STATED`) to a question asking for one ("Two weeks, at full pay." to
+    "How long is paternity leave?"; not "That's one I've never quite got to grips with"). The
+    non-answer check does not overrule such an answer: a fine-tuned check reads a verbless
+    fragment as answering nothing (docs/rules.md#non-answer-check)."""
+    text = " ".join(analysis.sentences)
+    if not text or len(text.split()) > SHORT_ANSWER_WORDS:
+        return False
+    low = text.lower().lstrip(" \"'(-")
+    return _YES_NO.match(low) is not None or bool(
+        user_input and ASKS_AMOUNT.search(user_input.lower()) and _AMOUNT_STATED.search(low))
+
+
+#: An amount or time stated outright -- a figure, a number with its unit, a currency or "free"
+#: ("45p a mile", "two weeks", "£40", "full pay"), not a stray "one" or "never".
+_AMOUNT_STATED = re.compile(
+    r"\d|[£$€%]|\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"fifteen|twenty|thirty|forty|fifty|sixty|hundred|half|a couple of|a few|several)\s+"
+    r"(?:working |calendar |business |full |whole )?(?:days?|weeks?|fortnights?|months?|years?|"
+    r"hours?|minutes?|miles?|pounds?|dollars?|euros?|pence|per ?cent|percent|shifts?)\b"
+    r"|\b(?:free|unlimited|no limit|full pay|half pay|pro rata|the same as)\b")
 
 
 def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
@@ -535,6 +565,10 @@ def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
     typed = (check.typed_high is not None and asked is not None
              and not GIVES_AMOUNT.search(" ".join(analysis.sentences).lower()))
     threshold = check.typed_high if typed and check.typed_high is not None else check.high
+    if check.p_non_answer >= threshold and _short_direct_answer(analysis, user_input):
+        return (f" ({check.model} finds no answer: P(non-answer)={check.p_non_answer:.3f} >= "
+                f"{threshold:.3f}, but a short direct answer -- a yes or no, or an amount or "
+                "time to a question asking one -- is not overruled)")
     if check.p_non_answer >= threshold:
         # it found no answer, but the answer hands off, points elsewhere or calls a tool:
         # that is the escalation gate's to judge (docs/rules.md#non-answer-check)

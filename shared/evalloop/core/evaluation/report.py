@@ -61,6 +61,7 @@ def render_summary(run: EvalRun) -> str:
            "the rules only at or below low or at or above high; docs/rules.md#second-opinion)"]
           if s.second_opinion and not s.second_opinion.startswith(("off", "not loaded"))
           and "unavailable" not in s.second_opinion else []),
+        *([f"non-answer check: {s.answer_check}"] if s.answer_check else []),
         "",
         f"GATE: {verdict}   passed {s.passed}/{s.total - s.unscored} scored ({rate})",
         *(f"  because: {reason}" for reason in s.gate_reasons),

@@ -233,6 +233,9 @@ class RunSummary(_Frozen):
             (``docs/rules.md#second-opinion``): ``off (the rules alone)``, a model with its
             weights and how far it is trusted, or why it was unavailable; ``None`` when not
             recorded (runs stored before it was, summaries computed outside the runner).
+        answer_check: which non-answer check read the cases to be answered
+            (``docs/rules.md#non-answer-check``): its name, ``off``, ``not run: …`` or why it
+            was unavailable; ``None`` when not recorded.
     """
 
     total: int
@@ -252,6 +255,7 @@ class RunSummary(_Frozen):
     gate_failed: bool
     gate_reasons: list[str] = Field(default_factory=list)
     second_opinion: str | None = None
+    answer_check: str | None = None
 
 
 class EvalRun(_Frozen):
