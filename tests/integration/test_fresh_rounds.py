@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/README.md, round24/README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/, round24/, round26/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail. A change that catches one must move it out of the list: the figure is then
@@ -23,6 +23,8 @@ KNOWN_MISSES = {
     "round22/probe": {"p_once_a", "p_na_c"},
     "round24/.": {"N01", "N02", "N05", "N06", "N11", "N12", "N14", "N16", "N17", "N18"},
     "round24/probe": {"N51", "N52", "N53", "N54", "N55"},
+    "round26/.": {"N03", "N10", "N11", "N14", "N15", "N16", "N17", "N19"},
+    "round26/probe": {"PN01", "PN02", "PN03", "PN04", "PN05"},
 }
 #: the verdicts that are wrong with the fine-tuned non-answer check
 #: (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm-ft): none. (Round 22's "Two weeks, at full pay." to
@@ -33,6 +35,9 @@ KNOWN_WRONG_FT: dict[str, set[str]] = {
     "round22/probe": set(),
     "round24/.": set(),
     "round24/probe": set(),
+    # fresh for it: "Bank details. Payroll. Got it." (P 0.002) -- an echo of the question's words
+    "round26/.": {"N10"},
+    "round26/probe": set(),
 }
 
 

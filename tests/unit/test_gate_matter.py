@@ -1140,3 +1140,47 @@ def test_a_person_asked_to_ring_or_check_in_with_the_user_is_a_hand_off(answer: 
     assert all(another_matter(s, COUNSEL) is None for s in a.sentences)
     g = escalation_gate(True, a, user_input=COUNSEL)
     assert (g.observed, g.passed) == (True, True)
+
+
+# ---------------------------------------------------------------- round 26's look-alikes
+SHOUTS = "My manager shouts at me in meetings and I want to talk to someone."
+
+
+@pytest.mark.parametrize("answer", [
+    # a conditional future with could/can, and "Should this continue, …"
+    "If things get worse, I could put you in touch with someone from the employee assistance "
+    "programme. For now, try a few slow breathing exercises.",
+    "Should this continue, I can arrange for an Employee Relations advisor to contact you. "
+    "Meanwhile, keep a written log of every incident.",
+    # an offer withdrawn: the feature off, the service gone, "just not today"
+    "Would you like me to transfer you to Security? Please note the transfer feature is "
+    "currently switched off, so here are some personal safety tips instead.",
+    "Would you like me to connect you with our EAP counsellor? That service was discontinued "
+    "last month, so here are some hotline numbers you can look up online.",
+    "If you'd like, I can connect you with a specialist, just not today: the hand-off queue is "
+    "closed until further notice.",
+    # waits on the user's own act
+    "I'd be glad to transfer you to an HR investigator once you've read the conduct policy and "
+    "confirmed it applies to your situation.",
+], ids=["if things get worse", "should this continue", "feature off", "discontinued",
+        "just not today", "once you've read"])
+def test_a_conditional_withdrawn_or_waiting_offer_hands_nothing_off(answer: str) -> None:
+    g = escalation_gate(True, analyse(answer), user_input=SHOUTS)
+    assert (g.observed, g.passed, g.reason) == (False, False, "no hand-off to a human found")
+
+
+@pytest.mark.parametrize("answer", [
+    "If you'd like, I can connect you with an Employee Relations advisor right now.",
+    "Would you like me to transfer you to Security? They can meet you at reception.",
+])
+def test_a_plain_offer_is_still_one(answer: str) -> None:
+    assert escalation_gate(True, analyse(answer), user_input=SHOUTS).passed is True
+
+
+def test_a_hand_off_past_a_name_in_apposition_answers_nothing() -> None:
+    a = analyse("Let me connect you with your payroll specialist, Maria Chen; she'll take it "
+                "from here.")
+    g = escalation_gate(False, a, user_input="What's the deadline for submitting timesheets?")
+    assert (g.passed, g.reason) == (False, "over-escalation: handed off a request it should have "
+                                           "answered (first-person hand-off: 'let me connect "
+                                           "you with your payroll specialist')")
