@@ -176,3 +176,13 @@ def test_the_runner_fails_a_friendly_non_answer_with_the_fine_tuned_check() -> N
         "(P(non-answer)=")
     assert good.status == CaseStatus.PASSED
     assert run.summary.answer_check == "minilm-answer-check-ft"
+
+
+def test_its_known_false_failure_reading_the_question() -> None:
+    # it reads the question too, and the training rounds asked about annual leave by grade
+    # mostly to draw non-answers: a proper answer to that question is flagged
+    # (docs/rules.md#non-answer-check) -- why it is opt-in. A retrain that fixes this moves it.
+    q = "How many days of annual leave do I get?"
+    found = _model().check("Grade N4 and above get 18 working days of annual leave a year.", q)
+    assert found.p_non_answer is not None and round(found.p_non_answer, 2) == 0.88
+    assert found.p_non_answer >= found.high
