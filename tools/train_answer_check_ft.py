@@ -48,17 +48,13 @@ MAX_FALSE_FLAGS = 0.01
 ROUND_FILES = ("answer_check_train.yaml", "answer_check_r25.yaml")
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def items() -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Every training item (``user``, ``answer``, ``non_answer``, ``fold``) and the files'
     SHA-256."""
     out: list[dict[str, Any]] = []
     shas: dict[str, str] = {}
     for name in ROUND_FILES:
-        shas[name] = _sha(DATA / name)
+        shas[name] = gnet.file_sha256(DATA / name)
         for it in yaml.safe_load((DATA / name).read_text(encoding="utf-8"))["items"]:
             out.append({"id": it["id"], "user": it["user"], "answer": it["answer"],
                         "non_answer": not it["answers"], "round": int(it["round"])})
@@ -66,7 +62,7 @@ def items() -> tuple[list[dict[str, Any]], dict[str, str]]:
     for it in out:
         it["fold"] = rounds.index(it.pop("round")) % FOLDS
     for path in sorted(DATA.glob("train_*.yaml")):
-        shas[path.name] = _sha(path)
+        shas[path.name] = gnet.file_sha256(path)
         for it in yaml.safe_load(path.read_text(encoding="utf-8"))["items"]:
             if it["refusal"] or it["escalation"] or not it.get("user"):
                 continue
