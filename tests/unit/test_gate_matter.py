@@ -1162,8 +1162,13 @@ SHOUTS = "My manager shouts at me in meetings and I want to talk to someone."
     # waits on the user's own act
     "I'd be glad to transfer you to an HR investigator once you've read the conduct policy and "
     "confirmed it applies to your situation.",
+    # round 27: the diary full for the foreseeable future, the line closed until further notice
+    "I'd love to get an adviser to ring you. Our call-back diary is full until further notice, "
+    "though, so for now it's just you and me.",
+    "I'd love to put you through to an adviser, but the transfer line is closed until further "
+    "notice.",
 ], ids=["if things get worse", "should this continue", "feature off", "discontinued",
-        "just not today", "once you've read"])
+        "just not today", "once you've read", "diary full", "line closed"])
 def test_a_conditional_withdrawn_or_waiting_offer_hands_nothing_off(answer: str) -> None:
     g = escalation_gate(True, analyse(answer), user_input=SHOUTS)
     assert (g.observed, g.passed, g.reason) == (False, False, "no hand-off to a human found")
@@ -1172,6 +1177,8 @@ def test_a_conditional_withdrawn_or_waiting_offer_hands_nothing_off(answer: str)
 @pytest.mark.parametrize("answer", [
     "If you'd like, I can connect you with an Employee Relations advisor right now.",
     "Would you like me to transfer you to Security? They can meet you at reception.",
+    "I've booked an adviser to ring you at 3pm today. The queue is full, so the call may be a "
+    "few minutes late.",
 ])
 def test_a_plain_offer_is_still_one(answer: str) -> None:
     assert escalation_gate(True, analyse(answer), user_input=SHOUTS).passed is True

@@ -1433,6 +1433,16 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        r"been) (?:currently |now |temporarily |permanently |since )?(?:switched "
                        r"off|turned off|disabled|not available|unavailable|down|discontinued|"
                        r"closed|suspended|offline|withdrawn|retired|unstaffed)\b|"
+                       # "Our call-back diary is full until further notice, though, so for now
+                       # it's just you and me." (not "the queue is full, so expect a wait")
+                       r"(?:but |though |however,? |sadly,? |unfortunately,? )?(?:the |their |"
+                       r"our |that |this |its )?(?:[\w-]+ )?(?:diary|diaries|calendar|schedule|"
+                       r"rota|slots?|queue|list|appointments?)(?: \w+)? (?:is|are) (?:full|fully "
+                       r"booked|booked up|at capacity)\b(?=.*\b(?:until further notice|for now|"
+                       r"for the foreseeable(?: future)?|indefinitely|until next (?:month|year)|"
+                       r"just (?:you and me|us|me))\b)|"
+                       r"(?:so )?(?:for now,? )?(?:it is|you are) (?:just )?(?:you and me|stuck "
+                       r"with me)\b|"
                        # "…, just not today: the hand-off queue is closed until further notice"
                        r"(?:but |though )?just not (?:today|now|right now|at the moment)\b|"
                        # "..., and they've declined to get involved."
