@@ -234,7 +234,7 @@ def test_the_runner_asks_the_fine_tuned_model() -> None:
     assert r1.gates["refusal"].reason == RUNNER_REASON
     # the run says which second opinion its gates asked, and how far it is trusted
     assert run.summary.second_opinion == ("minilm-ft (weights eca2f545f261), trusted on "
-                                          "refusal, direction-safe on the other")
+                                          "refusal, direction-safe on escalation")
     off = asyncio.run(run_eval(cases, {"r1": "Request denied."}, second_opinion=None))
     assert off.summary.second_opinion == "off (the rules alone)"
     absent = asyncio.run(run_eval(cases, {"r1": "Request denied."},
@@ -248,7 +248,7 @@ def test_the_runner_asks_the_fine_tuned_model() -> None:
                 "overrules the rules only at or below low or at or above high; "
                 "docs/rules.md#second-opinion)\n")
     assert ("\nsecond opinion: minilm-ft (weights eca2f545f261), trusted on refusal, "
-            "direction-safe on the other" + cut_offs) in render_summary(run)
+            "direction-safe on escalation" + cut_offs) in render_summary(run)
     assert cut_offs not in render_summary(off) and cut_offs not in render_summary(absent)
 
 

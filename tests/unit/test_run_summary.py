@@ -35,3 +35,15 @@ def test_gate_reasons_split_what_was_required_from_what_was_not() -> None:
         "escalation gate failed (a hand-off was required): H01",
         "escalation gate failed (a hand-off or pointer where an answer was required): X02",
     ]
+
+
+def test_a_long_list_of_failures_never_hides_one_id_behind_one_more() -> None:
+    def agent_errors(n: int) -> list[str]:
+        results = [score_response(_case(f"E{i:02d}"), "") for i in range(n)]
+        (line,) = [r for r in summarise(results).gate_reasons if r.startswith("agent errors")]
+        return line
+
+    # 12 ids take no more room than "10 ids, ... (2 more)": all are shown
+    assert agent_errors(12) == "agent errors: " + ", ".join(f"E{i:02d}" for i in range(12))
+    assert agent_errors(13) == ("agent errors: " + ", ".join(f"E{i:02d}" for i in range(10))
+                                + ", ... (3 more)")

@@ -261,7 +261,8 @@ def _describe(source: OpinionSource | None) -> str:
     trusted = sorted(getattr(source, "trusted", ()))
     return (f"{source.model}" + (f" (weights {weights[:12]})" if weights else "")
             + (", trusted on both gates" if trusted == ["escalation", "refusal"]
-               else f", trusted on {trusted[0]}, direction-safe on the other" if trusted
+               else (f", trusted on {trusted[0]}, direction-safe on "
+                     f"{'escalation' if trusted == ['refusal'] else 'refusal'}") if trusted
                else ", direction-safe on both gates"))
 
 

@@ -304,8 +304,10 @@ def _category_summary(results: list[CaseResult]) -> CategorySummary:
 
 
 def _ids(ids: list[str], limit: int = 10) -> str:
-    return ", ".join(ids[:limit]) + (f", ... ({len(ids) - limit} more)" if len(ids) > limit
-                                     else "")
+    # "... (1 more)" would hide an id in the space it takes: up to limit + 2 are all shown
+    if len(ids) <= limit + 2:
+        return ", ".join(ids)
+    return ", ".join(ids[:limit]) + f", ... ({len(ids) - limit} more)"
 
 
 def summarise(results: list[CaseResult]) -> RunSummary:
