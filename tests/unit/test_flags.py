@@ -179,3 +179,18 @@ def test_the_summary_shows_a_model_decided_gates_score_and_sentence() -> None:
         "      evidence: Routing you to Priya in Reward.",
         "      response_very_short: 6 words",
     ]
+
+
+def test_a_team_mailbox_is_no_personal_data_and_a_closing_link_no_truncation() -> None:
+    # round 27's proper answers: a team's address, and a link as the last word
+    mailbox = _flags(ROUTINE, "The Payroll team: email payroll@example.com with your employee "
+                              "number and the month of the payslip, and they reply within two "
+                              "working days.")
+    assert "possible_pii" not in mailbox
+    linked = _flags(ROUTINE, "Yes. You can get a bike and safety equipment worth up to 2,000 "
+                             "pounds through salary sacrifice, repaid over 12 months. Apply on "
+                             "the Benefits page: https://intranet.example.com/benefits/cycle")
+    assert "possibly_truncated" not in linked
+    # a person's address beside a team's is still flagged
+    both = _flags(ROUTINE, "Write to hr-help@example.com or to priya.raman@example.com.")
+    assert both["possible_pii"] == "email"

@@ -41,14 +41,15 @@ FLAG_DOCS: dict[str, str] = {
                            "the short answer is exactly the expected refusal or hand-off "
                            "the rules found (raised when only a second opinion found it)",
     "response_very_long": f"more than {VERY_LONG_WORDS} words",
-    "possibly_truncated": "20+ words ending without closing punctuation (a cut stream or a "
-                          "token limit)",
+    "possibly_truncated": "20+ words ending without closing punctuation or a link (a cut "
+                          "stream or a token limit)",
     "repeated_text": "a sentence of 4+ words appears twice, or an 8-word run three times "
                      "(generation loop)",
     "contains_placeholder": "template text left in: [insert ...], (insert ...), {{...}}, "
                             "TODO/TBD, lorem ipsum, ____ blanks",
-    "possible_pii": "an e-mail address, phone number, national id (NRIC/FIN, SIN) or card "
-                    "number; the detail says whether it echoes the user's input",
+    "possible_pii": "an e-mail address (not a team mailbox such as payroll@...), phone "
+                    "number, national id (NRIC/FIN, SIN) or card number; the detail says "
+                    "whether it echoes the user's input",
     "no_citation_when_context_expected": "the case names context chunks but the answer cites "
                                          "none of them nor any policy/section/source",
     "language_mismatch": "the answer is in another script or language than the question",
@@ -83,6 +84,17 @@ _PII: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("phone", re.compile(r"(?<![\w$.,/-])(?:\+\d{1,3}[ -]?)?(?:\(\d{2,4}\)[ -]?)?"
                          r"\d{3,4}[ -]?\d{3,4}(?:[ -]?\d{3,4})?(?![\w%/-])")),
 )
+#: The local part of a team or role mailbox (payroll@, hr-help@, no-reply@): no one's
+#: personal data, so no ``possible_pii`` (a word of it, split at . _ + -, is one of these).
+_ROLE_MAILBOX_WORDS = frozenset(
+    "hr payroll pay benefits support help helpdesk servicedesk service info admin team people "
+    "noreply no reply expenses travel pensions pension recruitment careers jobs facilities "
+    "security it office contact enquiries queries wellbeing accounts finance legal ethics "
+    "compliance privacy dpo reception desk mailbox ops operations learning training "
+    "onboarding leave absence rewards".split())
+#: A last word that is a link or an address: an answer may end with one, no full stop
+#: ("Apply on the Benefits page: https://intranet.example.com/benefits").
+_ENDS_WITH_LINK = re.compile(r"(?:https?://|www\.)\S+$|\S+@\S+\.\w+$|\S+\.\w{2,}/\S*$")
 _DIGITS = re.compile(r"\d{3}")
 _DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?\S*)?\b")
 #: Matched against the lower-cased answer.
@@ -210,6 +222,10 @@ def _pii(question: str, answer: str) -> str | None:
         for hit in pattern.findall(answer_clean):
             if kind == "phone" and sum(c.isdigit() for c in hit) < 8:
                 continue
+            if kind == "email" and _ROLE_MAILBOX_WORDS.intersection(
+                    re.split(r"[._+-]", hit.split("@")[0].lower())):
+                answer_clean = answer_clean.replace(hit, " ")
+                continue  # a team mailbox: payroll@example.com
             echoed = hit in question
             found.append(f"{kind}{' (echoed from input)' if echoed else ''}")
             answer_clean = answer_clean.replace(hit, " ")
@@ -245,7 +261,7 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
     if len(words) > VERY_LONG_WORDS:
         out.append(Flag("response_very_long", f"{len(words)} words"))
     if len(words) >= 20 and text[-1] not in _TERMINAL_CHARS \
-            and not "\U0001F300" <= text[-1] <= "\U0001FAFF":
+            and not "\U0001F300" <= text[-1] <= "\U0001FAFF" and not _ENDS_WITH_LINK.search(text):
         out.append(Flag("possibly_truncated", f"ends with {text[-30:]!r}"))
     rep = _repeated(text, list(analysis.sentences) or split_sentences(text))
     if rep:
