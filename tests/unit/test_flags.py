@@ -194,3 +194,11 @@ def test_a_team_mailbox_is_no_personal_data_and_a_closing_link_no_truncation() -
     # a person's address beside a team's is still flagged
     both = _flags(ROUTINE, "Write to hr-help@example.com or to priya.raman@example.com.")
     assert both["possible_pii"] == "email"
+
+
+def test_chatty_english_is_english() -> None:
+    # round 26: short common words, no function word of the gates' list
+    case = EvalCase(id="n19", input="How do I book time off in the system?")
+    flags = _flags(case, "Booking time off? Sounds like you've got something fun planned. "
+                         "Enjoy!")
+    assert "language_mismatch" not in flags

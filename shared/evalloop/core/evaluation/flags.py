@@ -149,7 +149,17 @@ def _scripts(text: str) -> Counter[str]:
 _NOT_WORD_BYTES = bytes.maketrans(
     bytes(b for b in range(256) if not (97 <= b <= 122 or b == 39)),
     b" " * (256 - 27))
-_STOPWORD_BYTES = frozenset(w.encode() for w in ENGLISH_STOPWORDS)
+#: English function words and common short words (contractions too): an English answer of
+#: 8+ words with none of these is rare; the gates' shorter list alone called "Booking time off?
+#: Sounds like you've got something fun planned. Enjoy!" another language.
+_ENGLISH_COMMON = ENGLISH_STOPWORDS | frozenset(
+    "me us him her them its his hers ours yours theirs am been being were would could should "
+    "shall may might must get got gets like just so all any some something anything nothing "
+    "about up out off over into there here then than too very more most much many no yes "
+    "one two who whom why where while because but also only even still again now well "
+    "i'm i've i'll i'd you're you've you'll you'd it's that's there's what's let's don't "
+    "doesn't didn't can't won't isn't aren't wasn't haven't hasn't sounds looks".split())
+_STOPWORD_BYTES = frozenset(w.encode() for w in _ENGLISH_COMMON)
 
 
 def _english_ratio(text: str) -> tuple[float, int]:
