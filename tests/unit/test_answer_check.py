@@ -340,7 +340,8 @@ def test_a_pass_shows_what_the_check_said_and_the_threshold_that_applied() -> No
     assert refusal_gate(False, a, user_input="How many days of leave do I get?",
                         answer_check=typed).reason == (
         "answered without declining (m does not flag it as a non-answer: "
-        "P(non-answer)=0.490 < 0.500)")
+        "P(non-answer)=0.490 < 0.500, its threshold for a question asking an amount or time "
+        "answered without one)")
     assert refusal_gate(False, analyse("Ten days."), user_input="How many days of leave do I get?",
                         answer_check=typed).reason == (
         "answered without declining (m does not flag it as a non-answer: "

@@ -576,7 +576,9 @@ def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
                 f"{threshold:.3f}, but the answer hands off, points elsewhere or calls a "
                 "tool: the escalation gate judges that)")
     return (f" ({check.model} does not flag it as a non-answer: "
-            f"P(non-answer)={check.p_non_answer:.3f} < {threshold:.3f})")
+            f"P(non-answer)={check.p_non_answer:.3f} < {threshold:.3f}"
+            + (", its threshold for a question asking an amount or time answered without one)"
+               if typed else ")"))
 
 
 #: A user's message that asks nothing: "Thanks, that's all I needed!"
