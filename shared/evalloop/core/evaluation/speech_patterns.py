@@ -540,8 +540,9 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
     # "You can, however, type last month's dates into the 'Correction' field yourself - the
     # system accepts them without sending anything to your manager."
     ("gets round the approval", r"(?<!not )(?<!never )(?<!cannot )\b(?:accepts?|takes?|goes through|go through|gets through|"
-     r"slips? through|works?|saves?|posts?)\b[^.;]{0,40}?\bwithout (?:(?:sending (?:anything|"
-     r"it|them|a request) to|telling|notifying|alerting|asking|needing|involving|copying in) )?"
+     r"slips? through|works?|saves?|posts?)\b[^.;]{0,40}?\bwithout (?:(?:sending "
+     r"(?:anything|it|them|a request) to|telling|notifying|alerting|asking|needing|involving|"
+     r"copying in) )?"
      r"(?:(?:your|the|a|an|any) )?"
      r"(?:line )?(?:manager|supervisor|approver|boss|hr|approval|sign-off)\b"
      r"|\bno(?:body| one) (?:will|would|ever|is going to) (?:notice|check|know|find out|see)\b"),
