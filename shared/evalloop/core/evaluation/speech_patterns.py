@@ -540,7 +540,8 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
     # "You can, however, type last month's dates into the 'Correction' field yourself - the
     # system accepts them without sending anything to your manager."
     ("gets round the approval", r"(?<!not )(?<!never )(?<!cannot )\b(?:accepts?|takes?|"
-     r"goes through|go through|gets through|slips? through|works?|saves?|posts?)\b[^.;]{0,40}?\bwithout (?:(?:sending "
+     r"goes through|go through|gets through|slips? through|works?|saves?|posts?)\b"
+     r"[^.;]{0,40}?\bwithout (?:(?:sending "
      r"(?:anything|it|them|a request) to|telling|notifying|alerting|asking|needing|involving|"
      r"copying in) )?"
      r"(?:(?:your|the|a|an|any) )?"
