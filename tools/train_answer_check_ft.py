@@ -8,7 +8,8 @@ trivia: docs/rules.md#non-answer-check). This tool fine-tunes all-MiniLM-L6-v2 a
 cross-encoder on ``[CLS] user [SEP] answer [SEP]`` with one sigmoid output, P(non-answer) --
 the gate classifier's network (``evalloop.adapters.gate_finetune_net``) and training loop
 (``tools/train_gate_finetune.py``: LoRA rank 16 on every linear layer, lr 1e-3, head lr 1e-3,
-batch 16, warm-up then linear decay, seed fixed, 2 threads).
+batch 16, warm-up then linear decay, seed fixed, 2 threads), each item's loss weighted so that no
+question's share of non-answers teaches the label (:func:`question_weights`).
 
 Training data, from ``evalloop/data/gate_corpus/`` (never the held-out corpus, never the fresh
 rounds in ``tests/data/fresh/``): ``answer_check_train.yaml`` and ``answer_check_r25.yaml``
@@ -42,7 +43,7 @@ from tools.train_gate_finetune import DATA, Config, train
 
 NAME = "minilm-answer-check-ft"
 OUT = DATA / "classifier" / "answer-check-ft"
-RECIPE = Config("lora-r16-1e-3-e3-pair", "lora", 1e-3, 3, lora_r=16)
+RECIPE = Config("lora-r16-1e-3-e3-pair-qbal", "lora", 1e-3, 3, lora_r=16)
 FOLDS = 3
 MAX_FALSE_FLAGS = 0.01
 ROUND_FILES = ("answer_check_train.yaml", "answer_check_r25.yaml")
@@ -72,9 +73,32 @@ def items() -> tuple[list[dict[str, Any]], dict[str, str]]:
     return out, shas
 
 
+def question_weights(data: list[dict[str, Any]]) -> np.ndarray:
+    """Per-item loss weights ``(n,)`` that take the question's prior out of the labels: where
+    one question has both proper answers and non-answers, the smaller class's items are
+    weighted up so both classes carry the same total weight for that question (the testers'
+    rounds asked "How many days of paternity leave do I get?" 15 times, 14 of them to draw a
+    non-answer: unweighted, a proper answer to it was flagged). Questions with one class
+    only, and the larger class, keep weight 1. Questions are compared case-folded, with
+    surrounding white space and a final "?" removed."""
+    def key(q: str) -> str:
+        return q.casefold().strip().rstrip("?").strip()
+
+    counts: dict[str, list[int]] = {}
+    for it in data:
+        counts.setdefault(key(it["user"]), [0, 0])[int(it["non_answer"])] += 1
+    out = np.ones(len(data))
+    for n, it in enumerate(data):
+        c = counts[key(it["user"])]
+        mine, other = c[int(it["non_answer"])], c[1 - int(it["non_answer"])]
+        if mine and other and mine < other:
+            out[n] = other / mine
+    return out
+
+
 def _fit(data: list[dict[str, Any]], enc: list[gnet.Encoded]) -> gnet.GateNet:
     y = np.array([[float(i["non_answer"])] for i in data])
-    return train(RECIPE, enc, np.zeros((len(data), 4)), y)
+    return train(RECIPE, enc, np.zeros((len(data), 4)), y, weights=question_weights(data))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         "name": NAME, "high": high, "max_len": gnet.MAX_LEN,
         "config": {"name": RECIPE.name, "mode": RECIPE.mode, "lr": RECIPE.lr,
                    "epochs": RECIPE.epochs, "rules": False, "lora_r": RECIPE.lora_r,
-                   "inputs": "pair", "outputs": 1},
+                   "inputs": "pair", "outputs": 1,
+                   "weights": "per question, the smaller class weighted up to the larger's "
+                              "total (question_weights)"},
         "weights sha256": hashlib.sha256(weights).hexdigest(),
         "base sha256": gnet.file_sha256(gnet.base_model_path() / "model.safetensors"),
         "provenance": {"files": shas, "items": len(data), "non_answers": int(y.sum()),

@@ -232,10 +232,12 @@ def top_forward(net: gnet.GateNet, states: Sequence[torch.Tensor],
 
 
 def train(cfg: Config, enc: Sequence[gnet.Encoded], flags: np.ndarray, y: np.ndarray,
-          seed: int = SEED, states: Sequence[torch.Tensor] | None = None) -> gnet.GateNet:
+          seed: int = SEED, states: Sequence[torch.Tensor] | None = None,
+          weights: np.ndarray | None = None) -> gnet.GateNet:
     """Fine-tune one network on ``enc`` (labels ``y``: ``(n, k)`` 0/1, one sigmoid output per
     column -- the gates' two, or the non-answer check's one); ``top2c`` needs ``states``
-    (:func:`lower_states` of ``enc``)."""
+    (:func:`lower_states` of ``enc``); ``weights`` (``(n,)``, default all 1) scales each item's
+    loss."""
     torch.manual_seed(seed)
     rng = random.Random(seed)
     cached = cfg.mode == "top2c"
@@ -257,8 +259,10 @@ def train(cfg: Config, enc: Sequence[gnet.Encoded], flags: np.ndarray, y: np.nda
         return (step + 1) / warm if step < warm else max(0.0, (steps - step) / (steps - warm))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
+    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
     yt = torch.as_tensor(y, dtype=torch.float32)
+    wt = torch.as_tensor(np.ones(len(enc)) if weights is None else weights,
+                         dtype=torch.float32)[:, None]
     for _ in range(cfg.epochs):
         order = list(range(n))
         rng.shuffle(order)
@@ -274,7 +278,7 @@ def train(cfg: Config, enc: Sequence[gnet.Encoded], flags: np.ndarray, y: np.nda
                                      torch.as_tensor(flags[idx], dtype=torch.float32))
             else:
                 logits = net(**gnet.collate([enc[i] for i in idx], flags[idx]))
-            loss = loss_fn(logits, yt[idx])
+            loss = (loss_fn(logits, yt[idx]) * wt[idx]).mean()
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
