@@ -448,12 +448,12 @@ class EvaluatorSettings(BaseModel):
                     "docs/rules.md#second-opinion",
     )
     answer_check: Literal["minilm", "minilm-ft", "off"] = Field(
-        "minilm",
-        description="the non-answer check on cases to be answered: minilm (the default: a "
-                    "logistic head over the packaged MiniLM), minilm-ft (a fine-tuned MiniLM "
-                    "cross-encoder: catches friendly non-answers the default lets through) or "
-                    "off, whatever gate_second_opinion is; it may only fail a case; "
-                    "docs/rules.md#non-answer-check",
+        "minilm-ft",
+        description="the non-answer check on cases to be answered: minilm-ft (the default: a "
+                    "fine-tuned MiniLM cross-encoder reading the question and the answer), "
+                    "minilm (a logistic head over MiniLM sentence vectors: lets many friendly "
+                    "non-answers through) or off, whatever gate_second_opinion is; it may only "
+                    "fail a case; docs/rules.md#non-answer-check",
     )
     drain_s: float = Field(
         30.0, ge=0,

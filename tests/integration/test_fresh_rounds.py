@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/, round24/, round26/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round27/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail. A change that catches one must move it out of the list: the figure is then
@@ -17,27 +17,38 @@ from evalloop.adapters import answer_check, gate_classifier
 from evalloop.cli.main import app
 
 FRESH = Path(__file__).resolve().parents[1] / "data" / "fresh"
-#: must-fail answers that still pass (false PASSes), by round and set
-KNOWN_MISSES = {
+#: must-fail answers that still pass (false PASSes) with the defaults -- the fine-tuned
+#: non-answer check (minilm-ft) -- by round and set. Round 27 was written before that model
+#: was retrained, and never trained on: its figure is fresh for it.
+KNOWN_MISSES: dict[str, set[str]] = {
+    "round22/.": set(),
+    "round22/probe": set(),
+    "round24/.": set(),
+    # "Payslip errors can be so frustrating, especially when they land right before a weekend."
+    "round24/probe": {"N55"},
+    # "Bank details. Payroll. Got it." -- an echo of the question's words
+    "round26/.": {"N10"},
+    "round26/probe": set(),
+    # (its N13, "Processing your request... analysing policy context... response generation
+    # complete.", passed the retrained check, P 0.001, until status lines became a rule)
+    "round27/.": set(),
+    "round27/probe": set(),
+}
+#: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
+#: default until the fine-tuned one was retrained): friendly non-answers it lets through.
+#: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
+#: first fine-tuned weights until a short direct answer was exempted from the check -- a rule
+#: made after seeing it, so round 22 is no fresh figure for it.)
+KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round22/.": {"N06", "N08", "N10", "N13", "N15", "N18", "N19"},
     "round22/probe": {"p_once_a", "p_na_c"},
     "round24/.": {"N01", "N02", "N05", "N06", "N11", "N12", "N14", "N16", "N17", "N18"},
     "round24/probe": {"N51", "N52", "N53", "N54", "N55"},
     "round26/.": {"N03", "N10", "N11", "N14", "N15", "N16", "N17", "N19"},
     "round26/probe": {"PN01", "PN02", "PN03", "PN04", "PN05"},
-}
-#: the verdicts that are wrong with the fine-tuned non-answer check
-#: (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm-ft): none. (Round 22's "Two weeks, at full pay." to
-#: "How long is paternity leave?", P(non-answer) 0.669, failed until a short direct answer was
-#: exempted from the check -- a rule made after seeing it, so round 22 is no fresh figure for it.)
-KNOWN_WRONG_FT: dict[str, set[str]] = {
-    "round22/.": set(),
-    "round22/probe": set(),
-    "round24/.": set(),
-    "round24/probe": set(),
-    # fresh for it: "Bank details. Payroll. Got it." (P 0.002) -- an echo of the question's words
-    "round26/.": {"N10"},
-    "round26/probe": set(),
+    "round27/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11",
+                  "N14", "N15", "N16", "N17", "N18", "N20"},
+    "round27/probe": set(),
 }
 
 
@@ -51,10 +62,19 @@ def default_opinion() -> Iterator[object]:
         yield source
 
 
+@pytest.fixture()
+def default_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The default non-answer check, built afresh from the settings' default."""
+    monkeypatch.delenv("EVALLOOP_EVALUATOR__ANSWER_CHECK", raising=False)
+    monkeypatch.setattr(answer_check, "_shared", {})
+    yield
+    monkeypatch.setattr(answer_check, "_shared", {})
+
+
 @pytest.mark.parametrize("part", sorted(KNOWN_MISSES))
 def test_a_fresh_round_gets_the_expected_verdicts_but_its_known_misses(
-        part: str, tmp_path: Path, default_opinion: object) -> None:
-    # as a user runs it: the default second opinion (minilm-ft) and non-answer check
+        part: str, tmp_path: Path, default_opinion: object, default_check: None) -> None:
+    # as a user runs it: the default second opinion (minilm-ft) and non-answer check (minilm-ft)
     assert default_opinion is not None
     wrong, expected = _wrong(FRESH / part, tmp_path)
     assert wrong == KNOWN_MISSES[part]
@@ -62,21 +82,22 @@ def test_a_fresh_round_gets_the_expected_verdicts_but_its_known_misses(
 
 
 @pytest.fixture()
-def fine_tuned_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The fine-tuned non-answer check (``EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm-ft``)."""
-    monkeypatch.setenv("EVALLOOP_EVALUATOR__ANSWER_CHECK", "minilm-ft")
+def logistic_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The logistic non-answer check (``EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm``)."""
+    monkeypatch.setenv("EVALLOOP_EVALUATOR__ANSWER_CHECK", "minilm")
     monkeypatch.setattr(answer_check, "_shared", {})
     yield
     monkeypatch.setattr(answer_check, "_shared", {})
 
 
-@pytest.mark.parametrize("part", sorted(KNOWN_WRONG_FT))
-def test_with_the_fine_tuned_check_a_fresh_round_loses_its_non_answer_misses(
-        part: str, tmp_path: Path, default_opinion: object, fine_tuned_check: None) -> None:
-    # the same rounds with the opt-in fine-tuned non-answer check (docs/rules.md#non-answer-check)
+@pytest.mark.parametrize("part", sorted(KNOWN_MISSES_LOGISTIC))
+def test_with_the_logistic_check_a_fresh_round_lets_more_non_answers_through(
+        part: str, tmp_path: Path, default_opinion: object, logistic_check: None) -> None:
+    # the same rounds with the opt-in logistic non-answer check (docs/rules.md#non-answer-check)
     assert default_opinion is not None
-    wrong, _ = _wrong(FRESH / part, tmp_path)
-    assert wrong == KNOWN_WRONG_FT[part]
+    wrong, expected = _wrong(FRESH / part, tmp_path)
+    assert wrong == KNOWN_MISSES_LOGISTIC[part]
+    assert all(expected[case] == "fail" for case in wrong)
 
 
 def _wrong(where: Path, tmp_path: Path) -> tuple[set[str], dict[str, str]]:

@@ -45,9 +45,11 @@ def test_the_shipped_model_says_what_it_was_trained_on_and_how_it_was_validated(
     weights = MODEL.joinpath("model.safetensors").read_bytes()
     assert sidecar["weights sha256"] == hashlib.sha256(weights).hexdigest()
     assert sidecar["name"] == "minilm-answer-check-ft"
-    assert sidecar["config"] == {"name": "lora-r16-1e-3-e3-pair", "mode": "lora", "lr": 0.001,
-                                 "epochs": 3, "rules": False, "lora_r": 16, "inputs": "pair",
-                                 "outputs": 1}
+    assert sidecar["config"] == {"name": "lora-r16-1e-3-e3-pair-qbal", "mode": "lora",
+                                 "lr": 0.001, "epochs": 3, "rules": False, "lora_r": 16,
+                                 "inputs": "pair", "outputs": 1,
+                                 "weights": "per question, the smaller class weighted up to "
+                                            "the larger's total (question_weights)"}
     # trained on the files as they are now (never the held-out corpus or the fresh rounds)
     files_ = sidecar["provenance"]["files"]
     assert sorted(files_) == sorted(["answer_check_train.yaml", "answer_check_r25.yaml",
@@ -84,6 +86,7 @@ PROPER_ANSWERS = [
      "Congratulations! You can use annual leave, and you also get one extra day of paid "
      "wedding leave - ask your manager to approve it in Workday."),
     ("What's the mileage rate for using my own car?", "45p a mile for the first 10,000 miles."),
+    ("How long is paternity leave?", "Two weeks, at full pay."),
 ]
 
 
@@ -105,7 +108,6 @@ def test_it_lets_proper_answers_through_warm_or_terse(user: str, answer: str) ->
 @pytest.mark.parametrize(("user", "answer"), [
     ("What's the mileage rate for using my own car?", "45p a mile for the first 10,000 miles."),
     ("Can I wear jeans on Fridays?", "Yes."),
-    ("How long is paternity leave?", "Two weeks, at full pay."),
 ])
 def test_a_short_direct_answer_is_not_overruled(user: str, answer: str) -> None:
     # the model reads a verbless fragment as answering nothing; a yes or no, or an amount to a
@@ -178,11 +180,24 @@ def test_the_runner_fails_a_friendly_non_answer_with_the_fine_tuned_check() -> N
     assert run.summary.answer_check == "minilm-answer-check-ft"
 
 
-def test_its_known_false_failure_reading_the_question() -> None:
-    # it reads the question too, and the training rounds asked about annual leave by grade
-    # mostly to draw non-answers: a proper answer to that question is flagged
-    # (docs/rules.md#non-answer-check) -- why it is opt-in. A retrain that fixes this moves it.
+def test_a_proper_answer_to_a_question_the_training_rounds_asked_to_draw_non_answers() -> None:
+    # the testers asked "How many days of annual leave do I get …?" mostly to draw non-answers;
+    # trained without weighting the question's share out, the check flagged this proper answer
+    # (P 0.88 >= 0.13), the docs' own example, and stayed opt-in. Weighted per question
+    # (tools/train_answer_check_ft.py, question_weights) it is let through.
     q = "How many days of annual leave do I get?"
     found = _model().check("Grade N4 and above get 18 working days of annual leave a year.", q)
-    assert found.p_non_answer is not None and round(found.p_non_answer, 2) == 0.88
-    assert found.p_non_answer >= found.high
+    assert found.p_non_answer is not None and round(found.p_non_answer, 2) == 0.28
+    assert found.p_non_answer < found.high == 0.42
+
+
+def test_question_weights_balance_each_questions_classes() -> None:
+    from tools.train_answer_check_ft import question_weights
+
+    data = [{"user": "How much leave?", "non_answer": True}] * 3 + [
+        {"user": "how much leave ", "non_answer": False},  # same question, case-folded
+        {"user": "Is there parking?", "non_answer": True},  # one class only
+        {"user": "When is payday?", "non_answer": False},
+        {"user": "When is payday?", "non_answer": False},
+        {"user": "When is payday?", "non_answer": True}]
+    assert question_weights(data).tolist() == [1.0, 1.0, 1.0, 3.0, 1.0, 1.0, 1.0, 2.0]

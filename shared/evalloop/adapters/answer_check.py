@@ -202,9 +202,9 @@ def shared_answer_checker() -> AnswerChecker | FineTunedAnswerChecker | None:
     """The runner's default non-answer check, built once per process.
 
     Follows the setting ``evaluator.answer_check`` (env ``EVALLOOP_EVALUATOR__ANSWER_CHECK``):
-    ``minilm`` (the default) gives :func:`load_answer_checker`; ``minilm-ft`` gives
-    :func:`load_answer_checker_ft` (or, when it cannot be loaded, a checker whose findings say
-    why: the gates then decide without it); ``off`` gives ``None``.
+    ``minilm-ft`` (the default) gives :func:`load_answer_checker_ft` (or, when it cannot be
+    loaded, a checker whose findings say why: the gates then decide without it); ``minilm``
+    gives :func:`load_answer_checker`; ``off`` gives ``None``.
     """
     with _shared_lock:
         if "default" not in _shared:
