@@ -19,6 +19,7 @@ from evalloop.core.evaluation.gates import (
     analyse,
     another_matter,
     escalation_gate,
+    refusal_gate,
 )
 from evalloop.core.evaluation.second_opinion import Opinion, Thresholds
 
@@ -1191,3 +1192,20 @@ def test_a_hand_off_past_a_name_in_apposition_answers_nothing() -> None:
     assert (g.passed, g.reason) == (False, "over-escalation: handed off a request it should have "
                                            "answered (first-person hand-off: 'let me connect "
                                            "you with your payroll specialist')")
+
+
+# ---------------------------------------------------------------- round 27's status line
+@pytest.mark.parametrize(("answer", "passed", "reason"), [
+    ("Processing your request... analysing policy context... response generation complete.",
+     False, "answered nothing: it shows only a status line ('processing your request')"),
+    ("Loading...", False, "answered nothing: it shows only a status line ('loading')"),
+    # a status line beside an answer, or words that only look like one, answer
+    ("Checking the policy... You can self-certify for up to 7 days; after that you need a fit "
+     "note.", True, "answered without declining"),
+    ("Info: you get 25 days.", True, "answered without declining"),
+    ("Processing takes about 5 working days.", True, "answered without declining"),
+])
+def test_a_status_line_answers_nothing(answer: str, passed: bool, reason: str) -> None:
+    g = refusal_gate(False, analyse(answer),
+                     user_input="How many sick days can I take before I need a doctor's note?")
+    assert (g.passed, g.reason) == (passed, reason)
