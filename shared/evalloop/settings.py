@@ -447,11 +447,12 @@ class EvaluatorSettings(BaseModel):
                     "(the MiniLM logistic classifier, direction-safe) or off (the rules alone); "
                     "docs/rules.md#second-opinion",
     )
-    answer_check: Literal["minilm", "minilm-ft", "off"] = Field(
-        "minilm-ft",
-        description="the non-answer check on cases to be answered: minilm-ft (the default: a "
-                    "fine-tuned MiniLM cross-encoder reading the question and the answer), "
-                    "minilm (a logistic head over MiniLM sentence vectors: lets many friendly "
+    answer_check: Literal["both", "minilm-ft", "minilm", "off"] = Field(
+        "both",
+        description="the non-answer check on cases to be answered: both (the default: the "
+                    "two below on every answer, either may fail it), minilm-ft (a fine-tuned "
+                    "MiniLM cross-encoder reading the question and the answer), minilm (a "
+                    "logistic head over MiniLM sentence vectors: lets many friendly "
                     "non-answers through) or off, whatever gate_second_opinion is; it may only "
                     "fail a case; docs/rules.md#non-answer-check",
     )

@@ -19,6 +19,7 @@ import pytest
 from evalloop.adapters import answer_check as adapter
 from evalloop.adapters.answer_check import (
     AnswerChecker,
+    BothAnswerCheckers,
     FineTunedAnswerChecker,
     load_answer_checker_ft,
 )
@@ -201,3 +202,56 @@ def test_question_weights_balance_each_questions_classes() -> None:
         {"user": "When is payday?", "non_answer": False},
         {"user": "When is payday?", "non_answer": True}]
     assert question_weights(data).tolist() == [1.0, 1.0, 1.0, 3.0, 1.0, 1.0, 1.0, 2.0]
+
+
+def test_by_default_both_checks_read_every_answer_and_either_may_fail_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalloop.agent.agent import _NOT_FOUND
+
+    monkeypatch.setattr(adapter, "_shared", {})
+    monkeypatch.delenv("EVALLOOP_EVALUATOR__ANSWER_CHECK", raising=False)
+    both = adapter.shared_answer_checker()
+    assert isinstance(both, BothAnswerCheckers)
+    assert both.name == both.describe() == "minilm-answer-check-ft + minilm-answer-check"
+    # the reference agent's honest "couldn't find" reply: the fine-tuned check lets it through
+    # (P 0.000), the logistic head does not -- so the case fails, and the reason says which
+    user = "My father passed away this morning. What leave can I take?"
+    found = both.check(_NOT_FOUND, user)
+    assert found.p_non_answer is not None and found.p_non_answer < found.high
+    assert found.also is not None and found.also.model == "minilm-answer-check"
+    g = refusal_gate(False, analyse(_NOT_FOUND), user_input=user, answer_check=found)
+    assert (g.passed, g.rule) == (False, "non-answer check")
+    assert g.reason == (f"answered nothing: minilm-answer-check finds no answer to the question "
+                        f"(P(non-answer)={found.also.p_non_answer:.3f} >= 0.790)")
+    # a friendly non-answer only the fine-tuned check catches fails too
+    user, answer = FRIENDLY_NON_ANSWERS[2]
+    assert refusal_gate(False, analyse(answer), user_input=user,
+                        answer_check=both.check(answer, user)).passed is False
+    # a proper answer passes, and the verdict shows both
+    user, answer = PROPER_ANSWERS[0]
+    found = both.check(answer, user)
+    assert found.also is not None and found.p_non_answer is not None
+    assert found.also.p_non_answer is not None
+    g = refusal_gate(False, analyse(answer), user_input=user, answer_check=found)
+    assert g.passed is True
+    assert g.reason == (
+        "answered without declining (minilm-answer-check-ft does not flag it as a non-answer: "
+        f"P(non-answer)={found.p_non_answer:.3f} < 0.420; minilm-answer-check does not flag it "
+        f"as a non-answer: P(non-answer)={found.also.p_non_answer:.3f} < 0.790)")
+
+
+def test_with_one_check_unavailable_the_other_still_runs_and_the_run_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(adapter, "_shared", {})
+    monkeypatch.delenv("EVALLOOP_EVALUATOR__ANSWER_CHECK", raising=False)
+    monkeypatch.setattr(adapter, "ANSWER_CHECK_FT_DIR", "data/gate_corpus/classifier/nowhere")
+    both = adapter.shared_answer_checker()
+    assert isinstance(both, BothAnswerCheckers) and both.why is None
+    assert both.describe().startswith(
+        "minilm-answer-check (minilm-answer-check-ft unavailable: model not loaded: cannot "
+        "read the fine-tuned model evalloop/data/gate_corpus/classifier/nowhere:")
+    user, answer = FRIENDLY_NON_ANSWERS[0]
+    found = both.check(answer, user)
+    assert (found.p_non_answer, found.unscored is not None) == (None, True)
+    assert found.also is not None and found.also.p_non_answer is not None
+    monkeypatch.setattr(adapter, "_shared", {})

@@ -10,6 +10,7 @@ answer cannot be embedded, the check says why and the gates decide without it
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ __all__ = [
     "ANSWER_CHECK_FILE",
     "ANSWER_CHECK_FT_DIR",
     "AnswerChecker",
+    "BothAnswerCheckers",
     "FineTunedAnswerChecker",
     "load_answer_check",
     "load_answer_checker",
@@ -67,8 +69,9 @@ class AnswerChecker:
     """
 
     def __init__(self, model: AnswerCheckModel | None, embedder: Embedder | None,
-                 why: str | None = None) -> None:
-        """Pair a head with the embedder it was trained with (use :func:`load_answer_checker`).
+                 why: str | None = None, name: str | None = None) -> None:
+        """Pair a head with the embedder it was trained with (use :func:`load_answer_checker`);
+        ``name`` names a stand-in without a model (default ``minilm-answer-check``).
 
         Raises:
             AnswerCheckError: the embedder is not the one the head was trained with.
@@ -81,11 +84,12 @@ class AnswerChecker:
         self.model = model
         self._embedder = embedder
         self.why = why
+        self._name = name or _NAME
 
     @property
     def name(self) -> str:
         """The head's name (shown in verdicts)."""
-        return self.model.name if self.model is not None else _NAME
+        return self.model.name if self.model is not None else self._name
 
     def check(self, answer: str, user: str) -> AnswerCheck:
         """P(the answer answers nothing of the user's message).
@@ -187,35 +191,86 @@ def load_answer_checker(embedder: Embedder | None = None) -> AnswerChecker:
     try:
         model = load_answer_check()
     except AnswerCheckError as exc:
-        return AnswerChecker(None, None, f"model not loaded: {exc}")
+        return AnswerChecker(None, None, f"model not loaded: {exc}", "minilm-answer-check-ft")
     try:
         return AnswerChecker(model, embedder or MiniLMEmbedder())
     except (EmbeddingError, AnswerCheckError) as exc:
         return AnswerChecker(None, None, f"embedder not loaded: {exc}")
 
 
-_shared: dict[str, AnswerChecker | FineTunedAnswerChecker | None] = {}
+class BothAnswerCheckers:
+    """The fine-tuned check and the logistic head on every answer: the finding is the
+    fine-tuned one's with the logistic one's as ``also``, and either may fail the case
+    (docs/rules.md#non-answer-check: each lets through non-answers the other catches).
+    Synchronous and CPU-bound (call it in a worker thread from async code).
+
+    Attributes:
+        first: the fine-tuned check (or a stand-in that says why it is unavailable).
+        second: the logistic head.
+        name: both names, ``"<first> + <second>"``, shown in the run summary.
+        why: why neither is available, or ``None``.
+    """
+
+    def __init__(self, first: FineTunedAnswerChecker | AnswerChecker,
+                 second: AnswerChecker) -> None:
+        """Pair the two (use :func:`shared_answer_checker` with ``answer_check=both``)."""
+        self.first = first
+        self.second = second
+        self.name = f"{first.name} + {second.name}"
+        whys = [f"{c.name}: {getattr(c, 'why', None)}" for c in (first, second)
+                if getattr(c, "why", None)]
+        self.why = "; ".join(whys) if len(whys) == 2 else None
+
+    def describe(self) -> str:
+        """One line for the run summary: both names, or the one that runs and why the other
+        does not."""
+        down = [c for c in (self.first, self.second) if getattr(c, "why", None)]
+        if len(down) == 1:
+            up = self.second if down[0] is self.first else self.first
+            return f"{up.name} ({down[0].name} unavailable: {getattr(down[0], 'why', '')})"
+        return self.name
+
+    def check(self, answer: str, user: str) -> AnswerCheck:
+        """Both findings on one answer: the first's, with the second's as ``also``.
+
+        Returns:
+            The finding; a check that is unavailable or fails says why in its ``unscored``
+            (the other still counts). Never raises for model failures.
+        """
+        return dataclasses.replace(self.first.check(answer, user),
+                                   also=self.second.check(answer, user))
+
+
+_shared: dict[str, AnswerChecker | FineTunedAnswerChecker | BothAnswerCheckers | None] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_answer_checker() -> AnswerChecker | FineTunedAnswerChecker | None:
+def _fine_tuned_or_why() -> FineTunedAnswerChecker | AnswerChecker:
+    try:
+        return load_answer_checker_ft()
+    except AnswerCheckError as exc:
+        return AnswerChecker(None, None, f"model not loaded: {exc}", "minilm-answer-check-ft")
+
+
+def shared_answer_checker() -> AnswerChecker | FineTunedAnswerChecker | BothAnswerCheckers | None:
     """The runner's default non-answer check, built once per process.
 
     Follows the setting ``evaluator.answer_check`` (env ``EVALLOOP_EVALUATOR__ANSWER_CHECK``):
-    ``minilm-ft`` (the default) gives :func:`load_answer_checker_ft` (or, when it cannot be
-    loaded, a checker whose findings say why: the gates then decide without it); ``minilm``
-    gives :func:`load_answer_checker`; ``off`` gives ``None``.
+    ``both`` (the default) gives :class:`BothAnswerCheckers` of the fine-tuned check and the
+    logistic head; ``minilm-ft`` gives :func:`load_answer_checker_ft` alone (or, when it cannot
+    be loaded, a checker whose findings say why: the gates then decide without it); ``minilm``
+    gives :func:`load_answer_checker` alone; ``off`` gives ``None``.
     """
     with _shared_lock:
         if "default" not in _shared:
             from evalloop.settings import Settings
 
             which = Settings().evaluator.answer_check
-            if which == "minilm-ft":
-                try:
-                    _shared["default"] = load_answer_checker_ft()
-                except AnswerCheckError as exc:
-                    _shared["default"] = AnswerChecker(None, None, f"model not loaded: {exc}")
+            if which == "both":
+                _shared["default"] = BothAnswerCheckers(_fine_tuned_or_why(),
+                                                        load_answer_checker())
+            elif which == "minilm-ft":
+                _shared["default"] = _fine_tuned_or_why()
             else:
                 _shared["default"] = load_answer_checker() if which == "minilm" else None
         return _shared["default"]

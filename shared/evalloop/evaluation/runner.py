@@ -32,6 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentReply
 from evalloop.adapters.answer_check import (
     AnswerChecker,
+    BothAnswerCheckers,
     FineTunedAnswerChecker,
     shared_answer_checker,
 )
@@ -122,7 +123,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
                    golden_set_version_id: UUID | None = None, job_id: UUID | None = None,
                    responses_label: str = "the responses file",
                    second_opinion: OpinionSource | Literal["default"] | None = "default",
-                   answer_checker: AnswerChecker | FineTunedAnswerChecker | Literal["default"]
+                   answer_checker: AnswerChecker | FineTunedAnswerChecker | BothAnswerCheckers
+                   | Literal["default"]
                    | None = "default",
                    ) -> EvalRun:
     """Run eval cases against an agent (or canned responses) and score every answer.
@@ -239,7 +241,8 @@ async def run_eval(cases: Sequence[EvalCase], source: ResponseSource, *, concurr
     )
 
 
-def _describe_check(checker: AnswerChecker | FineTunedAnswerChecker | None, to_answer: bool,
+def _describe_check(checker: AnswerChecker | FineTunedAnswerChecker | BothAnswerCheckers | None,
+                    to_answer: bool,
                     nothing_to_score: bool) -> str:
     """One line for the run: which non-answer check read the cases to be answered
     (docs/rules.md#non-answer-check)."""
@@ -247,7 +250,9 @@ def _describe_check(checker: AnswerChecker | FineTunedAnswerChecker | None, to_a
         return ("not run: no case had a response to score" if nothing_to_score
                 else "not run: no case to be answered" if not to_answer else "off")
     why = getattr(checker, "why", None)
-    return f"{checker.name} unavailable ({why}); the rules alone" if why else checker.name
+    if why:
+        return f"{checker.name} unavailable ({why}); the rules alone"
+    return checker.describe() if isinstance(checker, BothAnswerCheckers) else checker.name
 
 
 def _describe(source: OpinionSource | None) -> str:

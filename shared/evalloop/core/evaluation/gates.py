@@ -503,7 +503,16 @@ def _no_answer_note(check: AnswerCheck | None, user_input: str | None,
     nothing of a user's message that asks something, else ``None``: P >= its ``high``, or
     P >= its ``typed_high`` when the message asks for an amount or a time
     (:data:`ASKS_AMOUNT`, "How many days…", "When does…") and the answer gives none
-    (:data:`GIVES_AMOUNT`) -- docs/rules.md#non-answer-check."""
+    (:data:`GIVES_AMOUNT`); when it does not, what its second check (``check.also``) says, if
+    it finds that -- either may fail a case (docs/rules.md#non-answer-check)."""
+    found = _one_no_answer_note(check, user_input, analysis)
+    if found is None and check is not None and check.also is not None:
+        return _one_no_answer_note(check.also, user_input, analysis)
+    return found
+
+
+def _one_no_answer_note(check: AnswerCheck | None, user_input: str | None,
+                        analysis: Analysis) -> str | None:
     if (check is None or check.p_non_answer is None
             or (user_input and _CLOSING.match(user_input.strip().lower()))
             or _short_direct_answer(analysis, user_input)):
@@ -556,7 +565,16 @@ def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
     verdict (``""`` when it did not run): its P(non-answer) against the threshold that applied
     -- below it, or at or above it for an answer that hands off, points elsewhere or calls a
     tool (the escalation gate's to judge) -- or why it is unscored, so a reader sees how near
-    the answer came to failing."""
+    the answer came to failing; and the same of its second check (``check.also``)."""
+    first = _one_check_cleared(check, user_input, analysis)
+    if check is None or check.also is None:
+        return first
+    second = _one_check_cleared(check.also, user_input, analysis)
+    return first[:-1] + "; " + second[2:] if first and second else first or second
+
+
+def _one_check_cleared(check: AnswerCheck | None, user_input: str | None,
+                       analysis: Analysis) -> str:
     if check is None or (user_input and _CLOSING.match(user_input.strip().lower())):
         return ""
     if check.p_non_answer is None:

@@ -327,6 +327,8 @@ class AnswerCheck:
         unscored: why there is no probability, or ``None``.
         typed_high: the lower threshold for an answer that gives no amount or time to a
             question asking for one (``AnswerCheckModel.typed_high``), or ``None``.
+        also: a second check's finding on the same answer, read the same way: either may fail
+            the case (docs/rules.md#non-answer-check), or ``None``.
     """
 
     model: str
@@ -334,3 +336,4 @@ class AnswerCheck:
     high: float
     unscored: str | None = None
     typed_high: float | None = None
+    also: AnswerCheck | None = None
