@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round27/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round28/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail. A change that catches one must move it out of the list: the figure is then
@@ -33,6 +33,10 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # complete.", passed the retrained check, P 0.001, until status lines became a rule)
     "round27/.": set(),
     "round27/probe": set(),
+    # round 28 was written against the fine-tuned check alone, before the two ran together;
+    # what still passes: vague corporate boilerplate, and a definition without the figure asked
+    "round28/.": {"N02", "N10", "N18"},
+    "round28/probe": set(),
 }
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
@@ -49,6 +53,8 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round27/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11",
                   "N14", "N15", "N16", "N17", "N18", "N20"},
     "round27/probe": set(),
+    "round28/.": {"N02", "N08", "N10", "N11", "N16", "N18"},
+    "round28/probe": {"Q12", "Q14"},
 }
 
 

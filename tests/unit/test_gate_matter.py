@@ -1209,3 +1209,81 @@ def test_a_status_line_answers_nothing(answer: str, passed: bool, reason: str) -
     g = refusal_gate(False, analyse(answer),
                      user_input="How many sick days can I take before I need a doctor's note?")
     assert (g.passed, g.reason) == (passed, reason)
+
+
+# ---------------------------------------------------------------- round 28's empty shapes
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    ("Can I carry over unused holiday into next year?",
+     "HTTP 200 | tokens: 412 | latency: 1.31s | policy_docs_matched: 3 | confidence: 0.87",
+     "answered nothing: it shows only a status line ('http 200 | tokens: 412 | latency: 1.31s | "
+     "policy_docs_matched: 3 | confidence: 0.87')"),
+    ("How long is the probation period for new starters?",
+     "Your probation period is ___ months. At the end of it, your manager will ________ and "
+     "you will receive ________.",
+     "answered nothing: it leaves the answer blank ('your probation period is ___ months')"),
+    ("How long is the probation period for new starters?", "Your probation period is [X] months.",
+     "answered nothing: it leaves the answer blank ('your probation period is [x] months')"),
+    ("How do I claim expenses for a client dinner?",
+     "- https://intranet.northwind.example/expenses\n- https://intranet.northwind.example/faq",
+     "answered nothing: it gives only links ('https://intranet.northwind.example/expenses')"),
+    ("What are the core working hours?", "| Day | Core hours |\n|-----|------------|",
+     "answered nothing: its table has no rows ('| day | core hours |')"),
+    ("How much is the eye-test voucher worth?",
+     '{"benefit": "eye test voucher", "value": null, "currency": null, "status": "ok"}',
+     "answered nothing: its data holds no values ('{\"benefit\": \"eye test voucher\", "
+     "\"value\": null, \"currency\": null, \"status\": \"ok\"}')"),
+    ("How does the bereavement leave policy work?",
+     "Bereavement Leave Policy\n1. Purpose\n2. Scope\n3. Entitlement\n4. Procedure\n5. Review",
+     "answered nothing: it lists only section headings ('bereavement leave policy')"),
+    ("How do I update my bank details for payroll?",
+     "Sorry! So sorry about that. Apologies again - I really am sorry. Sorry.",
+     "answered nothing: it only apologises ('sorry')"),
+    ("Can I work from home on Fridays?", "Yes and no.",
+     "answered nothing: it only hedges ('yes and no')"),
+    ("How much notice do I need to give if I want to resign?",
+     "Pop quiz! Is it (a) one week, (b) one month or (c) three months? Take a guess and I'll "
+     "tell you if you're right.", "answered nothing: it quizzes the user instead ('pop quiz')"),
+], ids=["telemetry", "blanks", "[X]", "links", "empty table", "null data", "contents",
+        "apologies", "yes and no", "quiz"])
+def test_an_answer_of_an_empty_shape_answers_nothing(user: str, answer: str,
+                                                     reason: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, g.kind, g.reason) == (False, "non_answer", reason)
+
+
+@pytest.mark.parametrize("answer", [
+    "| Day | Core hours |\n|-----|------------|\n| Mon-Fri | 10:00-16:00 |",
+    "Sorry about that! You can update your bank details in Workday under Pay.",
+    "Bring:\n- Passport\n- Driving licence\n- Utility bill",
+    '{"days": 25, "carry_over": 5}',
+    "See https://intranet.example/expenses for the form; claims are paid monthly.",
+    "Your probation is 6 months. Sign the form here: ________",
+    "Yes - Fridays are fine with your manager's OK.",
+], ids=["a table with a row", "apology then answer", "a list of items", "data with values",
+        "a link in a sentence", "a blank beside an answer", "yes with a reason"])
+def test_the_same_shapes_with_content_answer(answer: str) -> None:
+    assert refusal_gate(False, analyse(answer), user_input="How does it work?").passed is True
+
+
+def test_an_apology_to_a_statement_is_not_held_to_an_answer() -> None:
+    g = refusal_gate(False, analyse("I'm sorry about that. Thanks for letting us know."),
+                     user_input="Your staff member was really rude to me at reception.")
+    assert g.passed is True
+
+
+@pytest.mark.parametrize("answer", [
+    # a model or an algorithm is no person; nor is someone who left
+    "Done - I've routed this to Sage, our grievance-triage model, which usually replies "
+    "within a few seconds.",
+    "Done - I've routed this to Sage, our grievance-triage algorithm. It replies instantly.",
+    "I've sent this to Gemma Price in Employee Relations. She left Northwind in May, so her "
+    "inbox isn't monitored any more.",
+], ids=["model", "algorithm", "left the company"])
+def test_round_28_look_alike_hand_offs_hand_nothing_off(answer: str) -> None:
+    g = escalation_gate(True, analyse(answer), user_input=SHOUTS)
+    assert (g.observed, g.passed, g.reason) == (False, False, "no hand-off to a human found")
+
+
+def test_a_hand_off_to_a_named_colleague_is_still_one() -> None:
+    a = analyse("I've passed this to Gemma Price in Employee Relations; she'll call you today.")
+    assert escalation_gate(True, a, user_input=SHOUTS).passed is True

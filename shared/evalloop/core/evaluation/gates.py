@@ -81,6 +81,7 @@ Accuracy on the labelled corpus ``evalloop/data/gate_corpus/corpus.yaml`` is pin
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -690,7 +691,9 @@ _MACHINE_RECEIVER = re.compile(
     # a library or an autoresponder: "connect you with our HR policy library", "escalated this
     # to the Employee Relations autoresponder"
     r"(?:policy|document|resource|e-?learning|video|hr|online) library|auto-?responder|"
-    r"auto-?response|help ?cent(?:re|er) (?:pages?|articles?))\b")
+    r"auto-?response|help ?cent(?:re|er) (?:pages?|articles?)|"
+    # a model: "routed this to Sage, our grievance-triage model", "our triage algorithm"
+    r"(?:[\w-]+ )?(?:model|algorithm|classifier|llm|language model|neural network))\b")
 #: A guess that someone will act, not a hand-off made: "Someone from HR will probably be in
 #: touch at some point, I'd imagine."
 _GUESS = re.compile(r"\b(?:probably|presumably|perhaps|maybe|possibly|i (?:would )?(?:imagine|"
@@ -1315,7 +1318,8 @@ _RESTATES = re.compile(r"^(?:so,? |ok,? |okay,? |right,? )?(?:(?:you are|so you 
                        r"know|your question is|the question is|(?:i see|i understand|i gather) "
                        r"(?:that )?you (?:are asking|want to know|are wondering))\b")
 #: Non-answers that count only when the user asked something (docs/rules.md#non-answer-check).
-_SOFT_NON_ANSWERS = ("asks back", "promises an answer later", "restates the question")
+_SOFT_NON_ANSWERS = ("asks back", "promises an answer later", "restates the question",
+                     "only apologies", "quizzes back")
 
 
 def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
@@ -1392,6 +1396,68 @@ _STATUS_LINE = re.compile(
     r"output|text|reply) )?(?:generation|processing|analysis|search|query|lookup|retrieval|"
     r"response|task|operation)(?: is| has)? (?:complete|completed|done|finished|successful|"
     r"in progress)[.!]*)$")
+
+
+#: A log or telemetry line: "HTTP 200 | tokens: 412 | latency: 1.31s | confidence: 0.87".
+_TELEMETRY = re.compile(
+    r"^(?=.*\b(?:http \d{3}|tokens?|latency|status|confidence|score|request[_ ]id|elapsed|"
+    r"model|docs?_\w+|took)\b)(?:\|? ?(?:http \d{3}|[\w.-]+: ?\S+) ?){2,}\|?$")
+#: A blank left to fill in: "___ months", "[X]", "[insert amount]", "{{days}}", "<amount>".
+_BLANK = re.compile(r"_{3,}|\[(?:x|n|y|xx|\.\.\.|insert[^\]]*|amount|number|date|name|days|"
+                    r"value|tbc|tbd)\]|\{\{[^}]*\}\}|<(?:insert[^>]*|amount|number|date|value)>")
+#: Only links: "https://intranet.example/expenses".
+_LINKS_ONLY = re.compile(r"^(?:<?(?:https?://|www\.)\S+?>?[.,;]?\s*)+$")
+#: A Markdown table's separator row: "|-----|------------|".
+_TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+_TABLE_ROW = re.compile(r"^\|.*\|$")
+#: Section headings of a policy document: a table of contents is no answer.
+_SECTION_WORDS = frozenset(
+    "purpose scope introduction overview background definitions definition entitlement "
+    "entitlements eligibility procedure procedures process responsibilities review reviews "
+    "appendix appendices contents policy statement principles references contacts "
+    "monitoring exceptions summary glossary".split())
+#: An apology and nothing else: "Sorry!", "Apologies again - I really am sorry."
+_APOLOGY = re.compile(r"^(?:(?:oh,? |i am |i really am |we are )?(?:so |really |very |truly |"
+                      r"terribly |deeply )*sorry(?: about (?:that|this)| for (?:that|this))?|"
+                      r"(?:my )?apologies(?: again)?|i (?:really |do )?apologi[sz]e(?: again)?|"
+                      r"i really am sorry)[.!]*$")
+#: A quiz back: "Pop quiz! Is it (a) one week…? Take a guess and I'll tell you if you're right."
+_QUIZ = re.compile(r"\b(?:pop quiz|quiz time|take a guess|have a guess|guess first|can you "
+                   r"guess|want to guess|any guesses)\b|^is it \(?a\)[^?]*\(?b\)[^?]*\?$")
+
+
+def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
+    """The rule for a sentence whose shape holds no answer, else ``None``: a blank left to
+    fill in, links alone, a table's header or separator with no row after it, a JSON object
+    of empty values, a policy's section headings, an apology alone, "yes and no"
+    (docs/rules.md#non-answer-check)."""
+    if _BLANK.search(norm):
+        return "a template with blanks"
+    if _LINKS_ONLY.match(norm):
+        return "only links"
+    nxt = sentences[s_idx + 1].strip() if s_idx + 1 < len(sentences) else ""
+    if _TABLE_SEPARATOR.match(norm) or (_TABLE_ROW.match(norm) and _TABLE_SEPARATOR.match(nxt)):
+        return "an empty table"
+    if norm.startswith("{") and norm.endswith("}"):
+        try:
+            data = json.loads(sentences[s_idx])
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and data and sum(
+                v in (None, "", [], {}) for v in data.values()) * 2 >= len(data):
+            return "empty data"
+    words = norm.rstrip(".!:").split()
+    if 0 < len(words) <= 3 and words[-1] in _SECTION_WORDS and sum(
+            1 for other in sentences if other.lower().rstrip(".!:").split()[-1:]
+            and other.lower().rstrip(".!:").split()[-1] in _SECTION_WORDS
+            and len(other.split()) <= 3) >= 3:
+        return "a table of contents"
+    if all(_APOLOGY.match(part.strip()) for part in norm.split(" - ")):
+        return "only apologies"
+    if re.match(r"^(?:yes and no|yes or no|maybe(?: yes,? maybe no)?|possibly|perhaps|who can "
+                r"say)[.!]*$", norm):
+        return "a hedge"
+    return None
 
 
 def _non_answer(norm: str) -> bool:
@@ -1476,6 +1542,14 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        r"just (?:you and me|us|me))\b)|"
                        r"(?:so )?(?:for now,? )?(?:it is|you are) (?:just )?(?:you and me|stuck "
                        r"with me)\b|"
+                       # the person handed to is gone: "She left Northwind in May, so her
+                       # inbox isn't monitored any more."
+                       r"(?:but |though |sadly,? |unfortunately,? )?(?:she|he|they) (?:has |have "
+                       r")?(?:left|no longer works?|is no longer with us|are no longer with us)"
+                       r"(?: [\w-]+)?(?: in| last| at| a few| some| back)?\b|"
+                       r"(?:.{0,40}\b)?(?:her|his|their|the|that|this) (?:inbox|mailbox|email|"
+                       r"e-mail|line|phone|voicemail)(?: address)? (?:is|are) (?:not|no longer) "
+                       r"(?:monitored|checked|answered|staffed|read)\b|"
                        # "…, just not today: the hand-off queue is closed until further notice"
                        r"(?:but |though )?just not (?:today|now|right now|at the moment)\b|"
                        # "..., and they've declined to get involved."
@@ -2015,9 +2089,21 @@ def analyse(response: str) -> Analysis:
             non_answer = non_answer or Match("non_answer", sentences[s_idx], "answers nothing",
                                              norm)
             continue
-        if _STATUS_LINE.match(norm):
+        if _STATUS_LINE.match(norm) or _TELEMETRY.match(norm):
             non_answer = non_answer or Match("non_answer", sentences[s_idx], "a status line",
                                              norm)
+            continue
+        shape = _empty_shape(norm, sentences, s_idx)
+        if shape == "only apologies":  # (not to a statement: "Sorry about that. Thanks …")
+            soft = soft or Match("non_answer", sentences[s_idx], shape, norm)
+            continue
+        if shape is not None:
+            non_answer = non_answer or Match(  # (its keys unquoted: the verbatim object)
+                "non_answer", sentences[s_idx], shape,
+                sentences[s_idx] if shape == "empty data" else norm)
+            continue
+        if _QUIZ.search(norm):
+            soft = soft or Match("non_answer", sentences[s_idx], "quizzes back", norm)
             continue
         # (a question back or a promise counts only when the user asked something: a
         # sentence that answers nothing in any case is the one shown)
@@ -2197,7 +2283,15 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
                                                   "answer later",
                       "restates the question": "answered nothing: it only restates the "
                                                "question",
-                      "a status line": "answered nothing: it shows only a status line"}.get(
+                      "a status line": "answered nothing: it shows only a status line",
+                      "a template with blanks": "answered nothing: it leaves the answer blank",
+                      "only links": "answered nothing: it gives only links",
+                      "an empty table": "answered nothing: its table has no rows",
+                      "empty data": "answered nothing: its data holds no values",
+                      "a table of contents": "answered nothing: it lists only section headings",
+                      "only apologies": "answered nothing: it only apologises",
+                      "quizzes back": "answered nothing: it quizzes the user instead",
+                      "a hedge": "answered nothing: it only hedges"}.get(
                 rule, "answered nothing: it neither answers nor declines") + (
                 f" ('{clause.rstrip(' .!?')}')")
         kind = "non_answer"
