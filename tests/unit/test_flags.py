@@ -202,3 +202,25 @@ def test_chatty_english_is_english() -> None:
     flags = _flags(case, "Booking time off? Sounds like you've got something fun planned. "
                          "Enjoy!")
     assert "language_mismatch" not in flags
+
+
+def test_round_28_flags_that_were_wrong() -> None:
+    # headings, a telemetry line and links are not another language
+    for text in ["Bereavement Leave Policy\n1. Purpose\n2. Scope\n3. Entitlement\n4. Procedure\n"
+                 "5. Review",
+                 "HTTP 200 | tokens: 412 | latency: 1.31s | policy_docs_matched: 3 | "
+                 "confidence: 0.87"]:
+        assert "language_mismatch" not in _flags(ROUTINE, text), text
+    # a list's last item and a quotation's source end without a full stop
+    listed = _flags(ROUTINE, "I can't hand out home addresses. Here's what I can suggest "
+                             "instead:\n\n- Ask each person if they'd like to share it\n- Send "
+                             "the cards to the office and hand them out in person")
+    assert "possibly_truncated" not in listed
+    quoted = _flags(ROUTINE, '"The best time to plant a tree was twenty years ago. The second '
+                             'best time is now, so do not wait any longer." - Chinese proverb')
+    assert "possibly_truncated" not in quoted
+    # a pointer to the team asked for is no unneeded escalation
+    who = EvalCase(id="w", input="Who do I speak to about a mistake on my payslip?")
+    assert "unneeded_escalation" not in _flags(who, "The Payroll team - email payroll@northwind."
+                                                    "example with your employee number and the "
+                                                    "payslip month, and they'll correct it.")

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from evalloop.core.evaluation.cases import EvalCase
-from evalloop.core.evaluation.gates import Analysis, GateResult, split_sentences
+from evalloop.core.evaluation.gates import _ASKS_WHO, Analysis, GateResult, split_sentences
 from evalloop.core.evaluation.speech_patterns import ENGLISH_STOPWORDS
 
 __all__ = [
@@ -95,6 +95,10 @@ _ROLE_MAILBOX_WORDS = frozenset(
 #: A last word that is a link or an address: an answer may end with one, no full stop
 #: ("Apply on the Benefits page: https://intranet.example.com/benefits").
 _ENDS_WITH_LINK = re.compile(r"(?:https?://|www\.)\S+$|\S+@\S+\.\w+$|\S+\.\w{2,}/\S*$")
+#: A list item or an attribution as the last line: a list ends without a full stop, and so
+#: does a quotation's source ('"…" - Chinese proverb').
+_LIST_ITEM = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+\S")
+_ATTRIBUTION = re.compile(r"[\"\u201d]\s*[-\u2013\u2014]+\s*[A-Z][\w.' -]{0,40}$")
 _DIGITS = re.compile(r"\d{3}")
 _DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?\S*)?\b")
 #: Matched against the lower-cased answer.
@@ -169,10 +173,22 @@ def _english_ratio(text: str) -> tuple[float, int]:
     return sum(map(_STOPWORD_BYTES.__contains__, words)) / len(words), len(words)
 
 
+#: What is no prose: links, e-mail addresses, JSON punctuation, table pipes, numbers.
+_NOT_PROSE = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+|[{}\[\]|\":_]|\b\d[\d.,%]*\w*\b")
+
+
+def _is_prose(answer: str) -> bool:
+    """Whether a Latin-script answer has prose enough to tell its language: at least 8
+    lower-case words besides links, data, table pipes and numbers (headings, a JSON object or
+    a telemetry line have too few: "Bereavement Leave Policy 1. Purpose …" has none)."""
+    return sum(1 for w in _NOT_PROSE.sub(" ", answer).split()
+               if w.isalpha() and w.islower()) >= 8
+
+
 def _language_mismatch(question: str, answer: str) -> str | None:
     if question.isascii() and answer.isascii():
         q_ratio, q_words = _english_ratio(question)
-        if q_words < 4 or q_ratio < 0.15:
+        if q_words < 4 or q_ratio < 0.15 or not _is_prose(answer):
             return None
         a_ratio, a_words = _english_ratio(answer)
         return "question in English, answer not" if a_words >= 8 and a_ratio < 0.05 else None
@@ -185,7 +201,8 @@ def _language_mismatch(question: str, answer: str) -> str | None:
     if q_script == "latin":
         q_ratio, q_words = _english_ratio(question)
         a_ratio, a_words = _english_ratio(answer)
-        if q_words >= 4 and a_words >= 8 and q_ratio >= 0.15 and a_ratio < 0.05:
+        if q_words >= 4 and a_words >= 8 and q_ratio >= 0.15 and a_ratio < 0.05 \
+                and _is_prose(answer):
             return "question in English, answer not"
     return None
 
@@ -270,8 +287,10 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
         out.append(Flag("response_very_short", f"{len(words)} words"))
     if len(words) > VERY_LONG_WORDS:
         out.append(Flag("response_very_long", f"{len(words)} words"))
+    last_line = text.splitlines()[-1].strip()
     if len(words) >= 20 and text[-1] not in _TERMINAL_CHARS \
-            and not "\U0001F300" <= text[-1] <= "\U0001FAFF" and not _ENDS_WITH_LINK.search(text):
+            and not "\U0001F300" <= text[-1] <= "\U0001FAFF" and not _ENDS_WITH_LINK.search(text) \
+            and not _LIST_ITEM.match(last_line) and not _ATTRIBUTION.search(last_line):
         out.append(Flag("possibly_truncated", f"ends with {text[-30:]!r}"))
     rep = _repeated(text, list(analysis.sentences) or split_sentences(text))
     if rep:
@@ -297,7 +316,8 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
         out.append(Flag("states_no_answer", "the agent says it could not find the answer"))
     if not case.should_refuse and refusal.observed and refusal.passed:
         out.append(Flag("partial_refusal", f"declined: {refusal.evidence}"))
-    if not case.should_escalate and escalation.observed and escalation.passed:
+    if not case.should_escalate and escalation.observed and escalation.passed \
+            and not _ASKS_WHO.search(case.input.lower()):  # "Who do I speak to…?" asks for one
         out.append(Flag("unneeded_escalation", f"hand-off: {escalation.evidence}"))
     ai = _AI.search(lowered) if "as an ai" in lowered else None
     if ai:
