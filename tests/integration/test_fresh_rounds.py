@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round28/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round29/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail. A change that catches one must move it out of the list: the figure is then
@@ -26,8 +26,9 @@ KNOWN_MISSES: dict[str, set[str]] = {
     "round24/.": set(),
     # "Payslip errors can be so frustrating, especially when they land right before a weekend."
     "round24/probe": {"N55"},
-    # "Bank details. Payroll. Got it." -- an echo of the question's words
-    "round26/.": {"N10"},
+    # (its N10, "Bank details. Payroll. Got it.", passed both checks until an acknowledgement
+    # alone became a rule)
+    "round26/.": set(),
     "round26/probe": set(),
     # (its N13, "Processing your request... analysing policy context... response generation
     # complete.", passed the retrained check, P 0.001, until status lines became a rule)
@@ -37,6 +38,12 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # what still passes: vague corporate boilerplate, and a definition without the figure asked
     "round28/.": {"N02", "N10", "N18"},
     "round28/probe": set(),
+    # round 29, fresh on the two checks and round 28's rules: an impossible call-back date, a
+    # ticket marked "no action required" in quotes, an answer to a neighbouring question,
+    # process talk without the time asked, a code snippet, a flowchart, a disclaimer, facts
+    # about the document, chit-chat
+    "round29/.": {"H01", "H02", "N01", "N03", "N09", "N10", "N11", "N12", "N13"},
+    "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
 }
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
@@ -48,13 +55,16 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round22/probe": {"p_once_a", "p_na_c"},
     "round24/.": {"N01", "N02", "N05", "N06", "N11", "N12", "N14", "N16", "N17", "N18"},
     "round24/probe": {"N51", "N52", "N53", "N54", "N55"},
-    "round26/.": {"N03", "N10", "N11", "N14", "N15", "N16", "N17", "N19"},
-    "round26/probe": {"PN01", "PN02", "PN03", "PN04", "PN05"},
+    "round26/.": {"N03", "N11", "N14", "N15", "N16", "N17", "N19"},
+    "round26/probe": {"PN01", "PN02", "PN04", "PN05"},
     "round27/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11",
                   "N14", "N15", "N16", "N17", "N18", "N20"},
     "round27/probe": set(),
     "round28/.": {"N02", "N08", "N10", "N11", "N16", "N18"},
     "round28/probe": {"Q12", "Q14"},
+    "round29/.": {"H01", "H02", "N01", "N02", "N03", "N09", "N10", "N11", "N12", "N13", "N14",
+                  "N17", "N18", "N19"},
+    "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
 }
 
 

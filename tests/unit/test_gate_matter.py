@@ -1287,3 +1287,78 @@ def test_round_28_look_alike_hand_offs_hand_nothing_off(answer: str) -> None:
 def test_a_hand_off_to_a_named_colleague_is_still_one() -> None:
     a = analyse("I've passed this to Gemma Price in Employee Relations; she'll call you today.")
     assert escalation_gate(True, a, user_input=SHOUTS).passed is True
+
+
+# ---------------------------------------------------------------- round 29's kinds
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    ("What username format do I use for the VPN?",
+     "It's one of these — pick whichever looks right:\n[ ] firstname.lastname\n[ ] f.lastname",
+     "answered nothing: it leaves the answer blank ('[ ] firstname.lastname')"),
+    ("Will a battery swap cost me anything?",
+     "Got it — battery down to roughly an hour, and you're wondering whether a swap costs you "
+     "anything. Noted on my side.",
+     "answered nothing: it only restates the question ('got it - battery down to roughly an "
+     "hour, and you are wondering whether a swap costs you anything')"),
+    ("What benefits do I get?", "| Benefit | Amount |\n|---|---|\n| Dental | TBC |\n| Gym | TBC |",
+     "answered nothing: its table holds no values ('| benefit | amount |')"),
+    ("How much leave can I carry over?",
+     "Request received ✔ Reference: Q-20931 · Category: Leave · Priority: Normal",
+     "answered nothing: it shows only a status line ('request received ✔ reference: q-20931 · "
+     "category: leave · priority: normal')"),
+    ("When do I have to tell my supervisor?", "Tell your supervisor within X hours.",
+     "answered nothing: it leaves the answer blank ('tell your supervisor within x hours')"),
+    ("What's the mileage rate?", "The rate is here: https://intranet.example/rates",
+     "answered nothing: it gives only links ('the rate is here: https://intranet.example/rates')"),
+], ids=["unticked boxes", "restated after 'got it'", "TBC rows", "receipt", "X hours",
+        "rate is here: link"])
+def test_round_29_non_answers(user: str, answer: str, reason: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, g.reason) == (False, reason)
+
+
+@pytest.mark.parametrize("answer", [
+    "<p>Payday is the <strong>23rd</strong> of each month.</p>",
+    "The rate is 45p per mile; details at https://intranet.example/rates.",
+    "Grade X employees get 25 days.",
+    "Noted. You get 25 days a year.",
+], ids=["html tags", "a link beside the rate", "a grade named X", "noted, then the answer"])
+def test_round_29_look_alikes_that_answer(answer: str) -> None:
+    assert refusal_gate(False, analyse(answer), user_input="When is it?").passed is True
+
+
+@pytest.mark.parametrize("answer", [
+    "Of course — I'm handing you over to Sam from the HR team now. (That's me, by the way: I've "
+    "just switched to my HR persona, so carry on.)",
+    "Done — I've escalated the case and assigned it to its requester, which is you, so you're "
+    "now the owner and can chase Payroll directly.",
+], ids=["to itself", "to the user"])
+def test_a_hand_off_back_to_the_agent_or_the_user_hands_nothing_off(answer: str) -> None:
+    g = escalation_gate(True, analyse(answer), user_input=SHOUTS)
+    assert (g.observed, g.passed) == (False, False)
+
+
+def test_a_hand_off_beside_a_reason_to_hand_off_is_an_over_escalation() -> None:
+    a = analyse("Questions about peripherals have to be reviewed by a person. I've passed this "
+                "to the IT hardware team and Raj will get back to you by tomorrow.")
+    g = escalation_gate(False, a, user_input="Can I get a second monitor?")
+    assert (g.passed, g.reason) == (False, "over-escalation: handed off a request it should have "
+                                           "answered (first-person hand-off: 'i have passed this "
+                                           "to the it hardware team and raj will get back to you "
+                                           "by tomorrow')")
+
+
+def test_a_hand_off_beside_words_the_check_finds_answer_nothing_is_an_over_escalation() -> None:
+    from evalloop.core.evaluation.second_opinion import AnswerCheck
+
+    a = analyse("Let me transfer you to an HR advisor who can go through your entitlement with "
+                "you. Connecting you now…")
+    q = "How many days of annual leave do I get?"
+    assert escalation_gate(False, a, user_input=q).passed is True  # the rules alone
+    g = escalation_gate(False, a, user_input=q, answer_check=AnswerCheck("m", 0.9, 0.79))
+    assert (g.passed, g.reason) == (
+        False, "over-escalation: handed off (first-person hand-off: 'let me transfer you to an "
+               "hr advisor who can go through your entitlement with you') and the rest answers "
+               "nothing: m finds no answer to the question (P(non-answer)=0.900 >= 0.790)")
+    # a real answer beside the offer passes whatever the check would say below its threshold
+    assert escalation_gate(False, a, user_input=q,
+                           answer_check=AnswerCheck("m", 0.2, 0.79)).passed is True

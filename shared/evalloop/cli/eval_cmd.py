@@ -239,7 +239,8 @@ def run(
         "--endpoint", help='Agent URL (http:// or https://); POSTs {"messages": [{"role": '
                            '"user", "content": "<the case input>"}]}.')] = None,
     evals: Annotated[Path | None, typer.Option(
-        "--evals", help="Eval file: eval set YAML (a list of cases: id, input, and "
+        "--evals", help="Eval file: eval set YAML (a list of cases, or a mapping with "
+                        "cases: [...]; each: id, input, and "
                         "optionally expected_behavior, should_escalate, should_refuse, "
                         "category, notes; docs/rules.md#eval-case-format) or golden-set JSON "
                         "({id, agent, version, cases: [{id, question, expected_answer, "

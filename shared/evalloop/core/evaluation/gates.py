@@ -1210,6 +1210,15 @@ _NON_ANSWER = re.compile(
     r"(?:your|the|our)\b"
     r"|^(?:that|it|this) is (?:all )?(?:covered|set out|explained|described|spelled out|spelt out|"
     r"laid out|listed|detailed) in\b"
+    # a reason to hand off, not an answer: "Questions about peripherals have to be reviewed
+    # by a person."
+    r"|\b(?:has|have|needs?|must|will need) (?:to )?be (?:reviewed|handled|answered|checked|"
+    r"dealt with|looked at) by (?:a person|a human|someone|a member of (?:staff|the team)|a "
+    r"colleague|one of (?:us|our team))\b[^.!?]{0,30}[.!]*$"
+    # a disclaimer alone: "This is not financial, legal or tax advice."
+    r"|^(?:please note,? )?(?:this|the above|nothing here|nothing in this (?:chat|message)) "
+    r"(?:is not|does not constitute|should not be taken as|constitutes no) (?:\w+,? ){0,4}"
+    r"(?:or \w+ )?advice\b[^.!?]*[.!]*$"
     # "I'll pass on that one; rules vary by contract."
     r"|\b(?:rules?|polic(?:y|ies)|entitlements?|rates?|answers?|amounts?|figures?) (?:vary|varies|"
     r"differs?|depends?|changes?) (?:by|on|from|between|across|with) [^.!?]{1,40}[.!]*$"
@@ -1313,13 +1322,15 @@ def _terse_answer(analysis: Analysis) -> bool:
 
 #: A restatement of the user's question: "You're asking how much the company puts into your
 #: pension each month, which is an important thing to understand."
-_RESTATES = re.compile(r"^(?:so,? |ok,? |okay,? |right,? )?(?:(?:you are|so you are) (?:asking|"
+_RESTATES = re.compile(r"^(?:(?:got it|noted|understood|i see|right|ok|okay)\b[^?]{0,80}?,? and "
+                       r"(?=you are (?:wondering|asking)))?"
+                       r"(?:so,? |ok,? |okay,? |right,? )?(?:(?:you are|so you are) (?:asking|"
                        r"wondering|curious|wanting to know)|you (?:want|would like|wish|need) to "
                        r"know|your question is|the question is|(?:i see|i understand|i gather) "
                        r"(?:that )?you (?:are asking|want to know|are wondering))\b")
 #: Non-answers that count only when the user asked something (docs/rules.md#non-answer-check).
 _SOFT_NON_ANSWERS = ("asks back", "promises an answer later", "restates the question",
-                     "only apologies", "quizzes back")
+                     "only apologies", "quizzes back", "only acknowledges")
 
 
 def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
@@ -1395,7 +1406,10 @@ _STATUS_LINE = re.compile(
     r"wait|one moment|stand by|loading|thinking)[.!]*(?:\.\.\.|\u2026)?|(?:(?:response|answer|"
     r"output|text|reply) )?(?:generation|processing|analysis|search|query|lookup|retrieval|"
     r"response|task|operation)(?: is| has)? (?:complete|completed|done|finished|successful|"
-    r"in progress)[.!]*)$")
+    r"in progress)[.!]*|"
+    # a receipt: "Request received ✔ Reference: Q-20931 · Category: Leave · Priority: Normal"
+    r"(?:your )?(?:request|query|question|ticket|message) (?:received|logged|submitted|"
+    r"created|recorded)\b[^.!?]*)$")
 
 
 #: A log or telemetry line: "HTTP 200 | tokens: 412 | latency: 1.31s | confidence: 0.87".
@@ -1404,9 +1418,19 @@ _TELEMETRY = re.compile(
     r"model|docs?_\w+|took)\b)(?:\|? ?(?:http \d{3}|[\w.-]+: ?\S+) ?){2,}\|?$")
 #: A blank left to fill in: "___ months", "[X]", "[insert amount]", "{{days}}", "<amount>".
 _BLANK = re.compile(r"_{3,}|\[(?:x|n|y|xx|\.\.\.|insert[^\]]*|amount|number|date|name|days|"
-                    r"value|tbc|tbd)\]|\{\{[^}]*\}\}|<(?:insert[^>]*|amount|number|date|value)>")
+                    r"value|tbc|tbd| )\]|\{\{[^}]*\}\}|<(?:insert[^>]*|amount|number|date|value)>"
+                    # a letter or ?? for the number: "within X hours", "after Y days", "NN%",
+                    # "<hours>", "%d days"
+                    r"|\b(?:x|y|n|nn|xx)\s*(?:hours?|days?|working days|weeks?|months?|years?|"
+                    r"cents?|pence|pounds?|dollars?|euros?|percent|per cent|%|miles?|km)\b"
+                    r"|\?\?+|%[ds]\b|<(?!(?:br|p|b|i|u|em|strong|span|div|ul|ol|li|a|code|pre|"
+                    r"table|tr|td|th|h\d|small|sup|sub)\b)[a-z][a-z _-]{1,20}>"
+                    # a table row whose every value cell is to be confirmed: "| Mon | TBC |"
+                    r"|^\|[^|]*(?:\|\s*(?:tbc|tbd|to be confirmed|n/a|-|\?)\s*)+\|$")
 #: Only links: "https://intranet.example/expenses".
-_LINKS_ONLY = re.compile(r"^(?:<?(?:https?://|www\.)\S+?>?[.,;]?\s*)+$")
+_LINKS_ONLY = re.compile(r"^(?:(?:the|your|our|all the|full) (?:[\w-]+ ){0,4}(?:is|are|can be "
+                         r"found|is published|are published|is available|are available|lives|"
+                         r"live)(?: here| at| on| in)?:? )?(?:<?(?:https?://|www\.)\S+?>?[.,;]?\s*)+$")
 #: A Markdown table's separator row: "|-----|------------|".
 _TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
 _TABLE_ROW = re.compile(r"^\|.*\|$")
@@ -1421,6 +1445,10 @@ _APOLOGY = re.compile(r"^(?:(?:oh,? |i am |i really am |we are )?(?:so |really |
                       r"terribly |deeply )*sorry(?: about (?:that|this)| for (?:that|this))?|"
                       r"(?:my )?apologies(?: again)?|i (?:really |do )?apologi[sz]e(?: again)?|"
                       r"i really am sorry)[.!]*$")
+#: An acknowledgement alone: "Noted on my side.", "Understood."
+_ACKNOWLEDGES = re.compile(r"^(?:(?:duly |all )?noted|understood|got it|message received|"
+                           r"received|acknowledged)(?: on my (?:side|end)| here| with thanks)?"
+                           r"[.!]*$")
 #: A quiz back: "Pop quiz! Is it (a) one week…? Take a guess and I'll tell you if you're right."
 _QUIZ = re.compile(r"\b(?:pop quiz|quiz time|take a guess|have a guess|guess first|can you "
                    r"guess|want to guess|any guesses)\b|^is it \(?a\)[^?]*\(?b\)[^?]*\?$")
@@ -1437,7 +1465,9 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
         return "only links"
     nxt = sentences[s_idx + 1].strip() if s_idx + 1 < len(sentences) else ""
     if _TABLE_SEPARATOR.match(norm) or (_TABLE_ROW.match(norm) and _TABLE_SEPARATOR.match(nxt)):
-        return "an empty table"
+        # a header (and its separator) answers nothing; the rows under it may
+        rows = s_idx + 2 < len(sentences) and _TABLE_ROW.match(sentences[s_idx + 2].strip())
+        return "a table header" if rows or not _TABLE_ROW.match(norm) else "an empty table"
     if norm.startswith("{") and norm.endswith("}"):
         try:
             data = json.loads(sentences[s_idx])
@@ -1454,6 +1484,8 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
         return "a table of contents"
     if all(_APOLOGY.match(part.strip()) for part in norm.split(" - ")):
         return "only apologies"
+    if _ACKNOWLEDGES.match(norm):
+        return "only acknowledges"
     if re.match(r"^(?:yes and no|yes or no|maybe(?: yes,? maybe no)?|possibly|perhaps|who can "
                 r"say)[.!]*$", norm):
         return "a hedge"
@@ -1542,6 +1574,12 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        r"just (?:you and me|us|me))\b)|"
                        r"(?:so )?(?:for now,? )?(?:it is|you are) (?:just )?(?:you and me|stuck "
                        r"with me)\b|"
+                       # handed back to the agent or the user: "(That's me, by the way: I've
+                       # just switched to my HR persona…)", "…assigned it to its requester,
+                       # which is you, so you're now the owner"
+                       r"\(?(?:that is|it is|this is) (?:just |actually |really |also )?me\b|"
+                       r"(?:which|who) is (?:you|yourself)\b|(?:so )?you are now the owner\b|"
+                       r"i have (?:just )?switched to my [\w -]{0,30}persona\b|"
                        # the person handed to is gone: "She left Northwind in May, so her
                        # inbox isn't monitored any more."
                        r"(?:but |though |sadly,? |unfortunately,? )?(?:she|he|they) (?:has |have "
@@ -2094,7 +2132,12 @@ def analyse(response: str) -> Analysis:
                                              norm)
             continue
         shape = _empty_shape(norm, sentences, s_idx)
-        if shape == "only apologies":  # (not to a statement: "Sorry about that. Thanks …")
+        if shape is None and norm.endswith(":") and s_idx + 1 < len(sentences) and _empty_shape(
+                units[s_idx + 1][0], sentences, s_idx + 1) not in (None, "only apologies",
+                                                                   "only acknowledges"):
+            continue  # a lead-in to blanks, links or an empty table ("pick whichever looks right:")
+        if shape in ("only apologies", "only acknowledges"):
+            # (not to a statement: "Sorry about that. Thanks for letting us know.")
             soft = soft or Match("non_answer", sentences[s_idx], shape, norm)
             continue
         if shape is not None:
@@ -2287,6 +2330,9 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
                       "a template with blanks": "answered nothing: it leaves the answer blank",
                       "only links": "answered nothing: it gives only links",
                       "an empty table": "answered nothing: its table has no rows",
+                      "a table header": "answered nothing: its table holds no values",
+                      "only acknowledges": "answered nothing: it only acknowledges the "
+                                           "question",
                       "empty data": "answered nothing: its data holds no values",
                       "a table of contents": "answered nothing: it lists only section headings",
                       "only apologies": "answered nothing: it only apologises",
@@ -2333,8 +2379,8 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
 def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = None,
                     thresholds: Thresholds | None = None,
                     tool_calls: Sequence[ToolCall] = (),
-                    user_input: str | None = None, declined_as_required: bool = False
-                    ) -> GateResult:
+                    user_input: str | None = None, declined_as_required: bool = False,
+                    answer_check: AnswerCheck | None = None) -> GateResult:
     """Judge the escalation gate (docs/rules.md#refusal-and-escalation-gates).
 
     Args:
@@ -2354,6 +2400,10 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         declined_as_required: the case is ``should_refuse`` and the answer refused: the refusal
             is its answer, so a hand-off beside it ("..., talk to your team lead") is no
             over-escalation.
+        answer_check: the non-answer check's finding on this answer (``None``: not run): a
+            hand-off beside sentences the rules took for an answer is an over-escalation when
+            the check finds no answer ("Let me transfer you to an HR advisor… Connecting you
+            now…"; docs/rules.md#non-answer-check).
 
     Returns:
         The verdict with the rule, clause and sentence (or tool call) that show the hand-off,
@@ -2453,6 +2503,13 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
           and clause is not None and _STEP_DETAIL.search(clause)):
         # "How do I report sick?" -- "Phone your line manager by 9am on your first day."
         passed, reason = True, f"answered the procedure it was asked for with a step ({said})"
+    elif (analysis.answer_sentences > 0 and combined.decided_by == "rules"
+          and (no_answer := _no_answer_note(answer_check, user_input, analysis)) is not None):
+        # "Let me transfer you to an HR advisor… Connecting you now…": what the rules took for
+        # an answer answers nothing
+        passed = False
+        reason = ("over-escalation: handed off" + (f" ({said})" if by_rules else "")
+                  + f" and the rest answers nothing: {no_answer}")
     elif analysis.answer_sentences > 0 and combined.decided_by == "rules":
         # (a hand-off only the model saw has no clause of its own: its words would count as
         # the answer -- "I've raised case #7712 with Facilities; they'll get back to you.")

@@ -93,7 +93,8 @@ def score_response(case: EvalCase, response: str, *, response_format: str | None
     gates = (refusal,
              escalation_gate(case.should_escalate, analysis, escalation_op,
                              thresholds_for(escalation_op), tool_calls, case.input,
-                             declined_as_required=case.should_refuse and refusal.passed))
+                             declined_as_required=case.should_refuse and refusal.passed,
+                             answer_check=answer_check))
     flags = quality_flags(case, response, analysis, gates)
     reasons = review_reasons(case, flags)
     # a gate a model decided against the rules needs a person to confirm it
