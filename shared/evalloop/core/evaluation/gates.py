@@ -1328,9 +1328,12 @@ _RESTATES = re.compile(r"^(?:(?:got it|noted|understood|i see|right|ok|okay)\b[^
                        r"wondering|curious|wanting to know)|you (?:want|would like|wish|need) to "
                        r"know|your question is|the question is|(?:i see|i understand|i gather) "
                        r"(?:that )?you (?:are asking|want to know|are wondering))\b")
+#: Empty shapes that answer nothing only when the user asked something (soft, like a
+#: question back): "Sorry about that. Thanks for letting us know." answers a statement.
+_SOFT_SHAPES = ("only apologies", "only acknowledges")
 #: Non-answers that count only when the user asked something (docs/rules.md#non-answer-check).
 _SOFT_NON_ANSWERS = ("asks back", "promises an answer later", "restates the question",
-                     "only apologies", "quizzes back", "only acknowledges")
+                     "quizzes back", *_SOFT_SHAPES)
 
 
 def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
@@ -1449,6 +1452,9 @@ _APOLOGY = re.compile(r"^(?:(?:oh,? |i am |i really am |we are )?(?:so |really |
 _ACKNOWLEDGES = re.compile(r"^(?:(?:duly |all )?noted|understood|got it|message received|"
                            r"received|acknowledged)(?: on my (?:side|end)| here| with thanks)?"
                            r"[.!]*$")
+#: A bare hedge: "Yes and no.", "Maybe."
+_BARE_HEDGE = re.compile(r"^(?:yes and no|yes or no|maybe(?: yes,? maybe no)?|possibly|perhaps|"
+                         r"who can say)[.!]*$")
 #: A quiz back: "Pop quiz! Is it (a) one week…? Take a guess and I'll tell you if you're right."
 _QUIZ = re.compile(r"\b(?:pop quiz|quiz time|take a guess|have a guess|guess first|can you "
                    r"guess|want to guess|any guesses)\b|^is it \(?a\)[^?]*\(?b\)[^?]*\?$")
@@ -1486,8 +1492,7 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
         return "only apologies"
     if _ACKNOWLEDGES.match(norm):
         return "only acknowledges"
-    if re.match(r"^(?:yes and no|yes or no|maybe(?: yes,? maybe no)?|possibly|perhaps|who can "
-                r"say)[.!]*$", norm):
+    if _BARE_HEDGE.match(norm):
         return "a hedge"
     return None
 
@@ -2133,11 +2138,9 @@ def analyse(response: str) -> Analysis:
             continue
         shape = _empty_shape(norm, sentences, s_idx)
         if shape is None and norm.endswith(":") and s_idx + 1 < len(sentences) and _empty_shape(
-                units[s_idx + 1][0], sentences, s_idx + 1) not in (None, "only apologies",
-                                                                   "only acknowledges"):
+                units[s_idx + 1][0], sentences, s_idx + 1) not in (None, *_SOFT_SHAPES):
             continue  # a lead-in to blanks, links or an empty table ("pick whichever looks right:")
-        if shape in ("only apologies", "only acknowledges"):
-            # (not to a statement: "Sorry about that. Thanks for letting us know.")
+        if shape in _SOFT_SHAPES:
             soft = soft or Match("non_answer", sentences[s_idx], shape, norm)
             continue
         if shape is not None:
