@@ -90,6 +90,29 @@ def test_listed_help_is_the_commands_own(name: str) -> None:
     assert LAZY_COMMANDS[name].help == own
 
 
+def _every_command() -> list[tuple[str, ...]]:
+    """Every command path, groups and their sub-commands (typer ships its own click, so a
+    group is known by its ``commands``)."""
+    paths: list[tuple[str, ...]] = []
+
+    def walk(command: object, path: tuple[str, ...]) -> None:
+        paths.append(path)
+        for sub, child in sorted(getattr(command, "commands", {}).items()):
+            walk(child, (*path, sub))
+
+    for name in sorted(LAZY_COMMANDS):
+        walk(LAZY_COMMANDS[name].load(name), (name,))
+    return paths
+
+
+@pytest.mark.parametrize("path", _every_command(), ids=" ".join)
+def test_help_names_each_value_by_its_kind_not_a_python_type(path: tuple[str, ...]) -> None:
+    # a repeatable option once showed "<list[Path]>" in eval run --help
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if "list[" in line] == []
+
+
 @pytest.mark.parametrize(
     ("error", "code"),
     [

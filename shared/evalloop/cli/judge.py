@@ -325,6 +325,7 @@ def calibrate(
     include_raw: Annotated[
         list[Path] | None,
         typer.Option(
+            metavar="<path>",
             help="another raw file whose rows join the fit (read-only; repeatable)",
             show_default=False,
         ),

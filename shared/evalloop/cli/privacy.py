@@ -69,7 +69,7 @@ _REDACTED_WHAT = {
 
 def erase(
     conversation: Annotated[list[str] | None, typer.Option(
-        "--conversation", help="a conversation id to erase (repeatable)")] = None,
+        "--conversation", metavar="<str>", help="a conversation id to erase (repeatable)")] = None,
     user: Annotated[str | None, typer.Option(
         "--user", help="erase every conversation whose events carry this user_id")] = None,
     agent: Annotated[str | None, typer.Option(

@@ -244,7 +244,7 @@ _SERVICE_HELP = f"run only this service (repeatable): {', '.join(SERVICES)}; def
 
 def up(
     service: Annotated[
-        list[str] | None, typer.Option("--service", "-s", help=_SERVICE_HELP)
+        list[str] | None, typer.Option("--service", "-s", metavar="<str>", help=_SERVICE_HELP)
     ] = None,
 ) -> None:
     """Run the services against the Kafka and PostgreSQL named by settings (env EVALLOOP_*).
