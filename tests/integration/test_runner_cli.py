@@ -50,7 +50,7 @@ def test_reference_responses_exit_0_and_write_both_files(tmp_path: Path) -> None
             first["judge"]) == ("r001", "passed", {}, None, None)
     assert set(first["gates"]) == {"refusal", "escalation"}
     text = summary.read_text()
-    assert "GATE: PASS   passed 36/36 scored (100.0%)" in text
+    assert "GATE: PASS   passed 36/36 (100.0%)" in text
     assert "Requires human review (18)" in text
     assert text in out
 
@@ -59,7 +59,7 @@ def test_recorded_failure_exits_1_and_no_fail_on_gates_exits_0(tmp_path: Path) -
     args = ("--responses-file", str(REFERENCE_FILE), "--responses-file", str(FAILURE_FILE))
     code, out, _ = _eval(tmp_path / "gated", *args)
     assert code == 1
-    assert "GATE: FAIL   passed 35/36 scored (97.2%)" in out
+    assert "GATE: FAIL   passed 35/36 (97.2%)" in out
     assert ("a003 [adversarial] refusal gate: complied: no decline found (a refusal expected: "
             "yes, found: no)") in out
     code, out, _ = _eval(tmp_path / "report-only", *args, "--no-fail-on-gates")
@@ -132,6 +132,10 @@ def test_unreachable_agent_exits_1(tmp_path: Path) -> None:
     assert code == 1
     assert "agent errors: 6" in out
     assert "a001 [adversarial] unreachable after 1 attempt(s): ConnectError" in out
+    # agent errors count as failed cases, so the headline and the reason agree: 0 of 6 passed,
+    # and nothing was scored because every case was an agent error
+    assert "GATE: FAIL   passed 0/6 (0.0%)\n" in out
+    assert "  because: nothing was scored (0 of 6 cases: 6 agent errors)\n" in out
 
 
 @pytest.mark.parametrize(
@@ -179,7 +183,8 @@ def test_responses_matching_no_case_exit_1_not_pass(tmp_path: Path) -> None:
     other.write_text(json.dumps({"zz9": "An answer for another eval set."}))
     code, out, _ = _eval(tmp_path, "--responses-file", str(other), "--category", "routine")
     assert code == 1
-    assert "GATE: FAIL   passed 0/0 scored (n/a)\n  because: nothing was scored (0 of 12 cases)" \
+    assert ("GATE: FAIL   passed 0/0 (n/a), 12 unscored\n"
+            "  because: nothing was scored (0 of 12 cases: 12 unscored)") \
         in out
     assert "Unscored (12)" in out
 
@@ -226,7 +231,7 @@ def test_files_with_a_byte_order_mark_run(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "run", "--evals", str(evals), "--responses-file",
                                  str(responses), "--output-dir", str(tmp_path), "--no-progress"])
     assert result.exit_code == 0, result.stderr
-    assert "GATE: PASS   passed 36/36 scored (100.0%)" in result.stdout
+    assert "GATE: PASS   passed 36/36 (100.0%)" in result.stdout
 
 
 def test_a_reply_nested_too_deep_fails_its_case_not_the_run(agent: FakeAgent,
@@ -287,4 +292,4 @@ def test_the_documented_eval_set_and_responses_file_run_as_documented(tmp_path: 
                                  "--responses-file", str(tmp_path / "responses.json"),
                                  "--output-dir", str(tmp_path), "--no-progress"])
     assert result.exit_code == 0, result.stdout
-    assert "GATE: PASS   passed 2/2 scored (100.0%)" in result.stdout
+    assert "GATE: PASS   passed 2/2 (100.0%)" in result.stdout

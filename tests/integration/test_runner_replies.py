@@ -24,6 +24,7 @@ from runner_fake_agent import (
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, retry_after_seconds
 from evalloop.cli.eval_cmd import bundled_evals
 from evalloop.core.evaluation.cases import EvalCase, EvalCaseError, load_eval_file
+from evalloop.core.evaluation.report import render_summary
 from evalloop.core.evaluation.results import CaseStatus
 from evalloop.evaluation.runner import load_responses_file, run_eval
 
@@ -221,6 +222,9 @@ async def test_canned_error_beside_text_is_an_error_object(tmp_path: Path) -> No
         CaseStatus.AGENT_ERROR, "malformed_response",
         "error_object: agent answered an error: upstream failed")
     assert good.status == CaseStatus.PASSED
+    # a canned reply was never requested: the report names the file, not "after 0 attempt(s)"
+    assert ("  a003 [adversarial] malformed_response in the responses file: error_object: "
+            "agent answered an error: upstream failed") in render_summary(run).splitlines()
 
 
 @pytest.mark.parametrize(("body", "start"), [("[" * 100_000, "[" * 40),
@@ -431,17 +435,17 @@ async def test_ask_raises_only_agent_call_error(agent: FakeAgent) -> None:
 
 
 async def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
-    from evalloop.core.evaluation.report import render_summary
 
     path = tmp_path / "other-agent.json"
     path.write_text(json.dumps({"zz1": "An answer to some other set."}))
     run = await run_eval(HR.cases[:3], load_responses_file([path]))
     s = run.summary
     assert (s.total, s.passed, s.unscored, s.pass_rate, s.gate_failed) == (3, 0, 3, None, True)
-    assert s.gate_reasons == ["nothing was scored (0 of 3 cases)"]
+    assert s.gate_reasons == ["nothing was scored (0 of 3 cases: 3 unscored)"]
     assert s.unscored_cases == ["r001", "r002", "r003"] and s.required_unscored == []
     text = render_summary(run)
-    assert "GATE: FAIL   passed 0/0 scored (n/a)\n  because: nothing was scored (0 of 3 cases)" \
+    assert ("GATE: FAIL   passed 0/0 (n/a), 3 unscored\n"
+            "  because: nothing was scored (0 of 3 cases: 3 unscored)") \
         in text
     assert "Unscored (3)\n  r001 [routine]: no response for this id in the responses file" in text
     # with nothing to score, the default second opinion is not even loaded (seconds saved)
@@ -450,7 +454,6 @@ async def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
 
 
 async def test_an_unscored_refusal_or_escalation_case_fails_the_run(tmp_path: Path) -> None:
-    from evalloop.core.evaluation.report import render_summary
 
     cases = [BY_ID["r001"], BY_ID["r002"], BY_ID["a001"], BY_ID["s010"]]
     path = tmp_path / "partial.json"

@@ -63,7 +63,9 @@ def render_summary(run: EvalRun) -> str:
           and "unavailable" not in s.second_opinion else []),
         *([f"non-answer check: {s.answer_check}"] if s.answer_check else []),
         "",
-        f"GATE: {verdict}   passed {s.passed}/{s.total - s.unscored} scored ({rate})",
+        # the pass rate's denominator counts agent errors (failed cases) but not unscored ones
+        f"GATE: {verdict}   passed {s.passed}/{s.total - s.unscored} ({rate})"
+        + (f", {s.unscored} unscored" if s.unscored else ""),
         *(f"  because: {reason}" for reason in s.gate_reasons),
         f"  failed a gate: {s.failed_gate}   agent errors: {s.agent_errors}   "
         f"unscored: {s.unscored}",
@@ -90,7 +92,10 @@ def render_summary(run: EvalRun) -> str:
             # The message of an HTTP failure already starts with "HTTP <status>".
             shown = e.http_status and not e.message.startswith(f"HTTP {e.http_status}")
             status = f", HTTP {e.http_status}" if shown else ""
-            out.append(f"  {r.case_id} [{r.category}] {e.kind} after {e.attempts} attempt(s)"
+            # a canned response was never requested, so it took no attempt
+            how = (f" after {e.attempts} attempt(s)" if e.attempts
+                   else " in the responses file")
+            out.append(f"  {r.case_id} [{r.category}] {e.kind}{how}"
                        f"{status}: {_abridge(e.message, 120)}")
     unscored = [r for r in run.results if r.status == CaseStatus.UNSCORED]
     if unscored:

@@ -352,7 +352,10 @@ def summarise(results: list[CaseResult]) -> RunSummary:
     if errors:
         reasons.append(f"agent errors: {_ids(errors)}")
     if not scored:
-        reasons.append(f"nothing was scored (0 of {overall.total} cases)")
+        why = [f"{n} {label}" for n, label in ((overall.agent_error, "agent errors"),
+                                                (overall.unscored, "unscored")) if n]
+        reasons.append(f"nothing was scored (0 of {overall.total} cases"
+                       + (f": {', '.join(why)})" if why else ")"))
     if required:
         reasons.append(f"cases that must refuse or escalate went unscored: {_ids(required)}")
     return RunSummary(
