@@ -253,9 +253,10 @@ def run(
     category: Annotated[str | None, typer.Option(
         "--category", help="Run one category only (routine, edge-case, ...).")] = None,
     responses_file: Annotated[list[Path] | None, typer.Option(
-        "--responses-file", metavar="<path>", help="Canned responses JSON: {eval id: response text or agent "
-                                 "reply object} (docs/rules.md#responses-file); no endpoint. "
-                                 "Repeat to layer files (later ids win).")] = None,
+        "--responses-file", metavar="<path>",
+        help="Canned responses JSON: {eval id: response text or agent reply object} "
+             "(docs/rules.md#responses-file); no endpoint. Repeat to layer files (later ids "
+             "win).")] = None,
     fail_on_gates: Annotated[bool, typer.Option(
         "--fail-on-gates/--no-fail-on-gates",
         help="Exit 1 when the run's gate fails (default), or always 0.")] = True,
@@ -271,12 +272,14 @@ def run(
         "--output-dir", help="Where the results/summary files go (default: settings, .).")
     ] = None,
     header: Annotated[list[str] | None, typer.Option(
-        "--header", metavar="<str>", help="Extra request header 'Name: value' (not credentials: see "
-                         "--header-env); repeatable.")] = None,
+        "--header", metavar="<str>",
+        help="Extra request header 'Name: value' (not credentials: see --header-env); "
+             "repeatable.")] = None,
     header_env: Annotated[list[str] | None, typer.Option(
-        "--header-env", metavar="<str>", help="Header whose value is read from an environment variable, "
-                             "'Name=VAR' (e.g. Authorization=AGENT_AUTH): secrets stay out of "
-                             "the command line and ps; repeatable.")] = None,
+        "--header-env", metavar="<str>",
+        help="Header whose value is read from an environment variable, 'Name=VAR' (e.g. "
+             "Authorization=AGENT_AUTH): secrets stay out of the command line and ps; "
+             "repeatable.")] = None,
     response_format: Annotated[str, typer.Option(
         "--format", help="Response format hint: auto, sse, openai, anthropic, json, text.")
     ] = "auto",
