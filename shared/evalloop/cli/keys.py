@@ -55,7 +55,8 @@ def _describe(row: key_store.KeyRow) -> str:
 def create(
     name: Annotated[str, typer.Option("--name", help="what the key is for (shown by list)")],
     agent: Annotated[list[str] | None, typer.Option(
-        "--agent", metavar="<str>", help="an agent id the key may send events for (repeatable)")] = None,
+        "--agent", metavar="<str>",
+        help="an agent id the key may send events for (repeatable)")] = None,
     all_agents: Annotated[bool, typer.Option(
         "--all-agents", help="the key may send events of every agent")] = False,
     rate_limit: Annotated[str | None, typer.Option(

@@ -189,7 +189,8 @@ def edit_cmd(
     question: Annotated[str | None, typer.Option("--question")] = None,
     expected_answer: Annotated[str | None, typer.Option("--expected-answer")] = None,
     expected_behavior: Annotated[str | None, typer.Option("--expected-behavior")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", metavar="<str>", help="Repeat for several tags.")
+    tag: Annotated[list[str] | None, typer.Option("--tag", metavar="<str>",
+                                                  help="Repeat for several tags.")
                    ] = None,
     difficulty: Annotated[str | None, typer.Option("--difficulty", help="easy|medium|hard")
                           ] = None,

@@ -352,10 +352,10 @@ def summarise(results: list[CaseResult]) -> RunSummary:
     if errors:
         reasons.append(f"agent errors: {_ids(errors)}")
     if not scored:
-        why = [f"{n} {label}" for n, label in ((overall.agent_error, "agent errors"),
-                                                (overall.unscored, "unscored")) if n]
+        causes = [f"{n} {label}" for n, label in ((overall.agent_error, "agent errors"),
+                                                   (overall.unscored, "unscored")) if n]
         reasons.append(f"nothing was scored (0 of {overall.total} cases"
-                       + (f": {', '.join(why)})" if why else ")"))
+                       + (f": {', '.join(causes)})" if causes else ")"))
     if required:
         reasons.append(f"cases that must refuse or escalate went unscored: {_ids(required)}")
     return RunSummary(
