@@ -76,8 +76,9 @@ def json_syntax_problem(text: str, lineno: int, colno: int, msg: str) -> FieldPr
         there>")`` -- e.g. expected ``valid JSON: a ',' between two entries`` received ``'"b":
         2'`` (at most 40 characters of the line, from the column; ``end of file`` past the end).
     """
+    closing = _closing_of_open_container(text, lineno, colno)
     wanted = {
-        "Expecting ',' delimiter": "a ',' between two entries (or the closing bracket)",
+        "Expecting ',' delimiter": f"a ',' between two entries (or the closing {closing})",
         "Expecting ':' delimiter": "a ':' after the key",
         "Expecting value": "a value (string, number, object, array, true, false or null)",
         "Expecting property name enclosed in double quotes":
@@ -96,6 +97,33 @@ def json_syntax_problem(text: str, lineno: int, colno: int, msg: str) -> FieldPr
     received = (repr(there[:40] + ("..." if len(there) > 40 else "")) if there
                 else "end of file" if not rest.strip() else "end of line")
     return FieldProblem(f"(line {lineno}, column {colno})", f"valid JSON: {wanted}", received)
+
+
+def _closing_of_open_container(text: str, lineno: int, colno: int) -> str:
+    """Name what closes the innermost object or array still open at (lineno, colno): ``"'}'"``
+    for an object, ``"']'"`` for an array (``"bracket"`` when neither is open). Strings are
+    skipped, so a brace inside one does not count."""
+    lines = text.splitlines(keepends=True)
+    end = sum(len(line) for line in lines[:max(lineno - 1, 0)]) + max(colno - 1, 0)
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text[:end]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            stack.append(char)
+        elif char in "]}" and stack:
+            stack.pop()
+    if not stack:
+        return "bracket"
+    return "brace '}'" if stack[-1] == "{" else "bracket ']'"
 
 
 class InvalidEvent(EvalloopError):

@@ -241,6 +241,33 @@ def test_a_responses_file_nested_too_deep_is_a_file_error(tmp_path: Path, body: 
         f"deeply (this is too deep to read), received '{start}...'")
 
 
+@pytest.mark.parametrize(("name", "body"), [
+    ("evals.yaml", "- id: a1\n  input: How long is paternity leave?\n"),
+    ("evals.yaml", "agent: hr\ncases:\n- id: a1\n  input: How long is paternity leave?\n"),
+    ("golden.json", '{"id": "g", "cases": [{"id": "a1", "question": "q"}]}'),
+])
+def test_an_eval_file_given_as_responses_says_which_is_which(tmp_path: Path, name: str,
+                                                             body: str) -> None:
+    path = tmp_path / name
+    path.write_text(body)
+    with pytest.raises(EvalCaseError) as caught:
+        load_responses_file([path])
+    assert str(caught.value) == (
+        f"{name}: (document): expected a responses file: a JSON object mapping eval id -> "
+        "response text, received an eval file (its cases have an id and an input or "
+        "question); pass it with --evals, and the answers with --responses-file")
+
+
+def test_a_yaml_file_that_is_no_eval_set_keeps_the_json_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.yaml"
+    path.write_text("- just a note\n")
+    with pytest.raises(EvalCaseError) as caught:
+        load_responses_file([path])
+    assert str(caught.value) == (
+        "notes.yaml: (line 1, column 1): expected valid JSON: a value (string, number, "
+        "object, array, true, false or null), received '- just a note'")
+
+
 # --------------------------------------------------------------------------- 5. rate limits
 
 

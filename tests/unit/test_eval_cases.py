@@ -135,9 +135,27 @@ def test_explicit_fields_win_over_tags() -> None:
          "valid JSON: a value (string, number, object, array, true, false or null)",
          "end of file"),
         # the parser's words are put in a person's, with the text that stands where it broke
+        # ... and name what closes the container left open there: '}' of an object, ']' of
+        # an array (a brace inside a string does not count)
         ('{"id": "g",\n "cases": [{"id": "c1" "question": "q"}]}', "g.json",
-         "(line 2, column 24)", "valid JSON: a ',' between two entries (or the closing bracket)",
+         "(line 2, column 24)",
+         "valid JSON: a ',' between two entries (or the closing brace '}')",
          "'\"question\": \"q\"}]}'"),
+        ('{"id": "g", "cases": [{"id": "c1", "question": "{["} {"id": "c2"}]}', "g.json",
+         "(line 1, column 54)",
+         "valid JSON: a ',' between two entries (or the closing bracket ']')",
+         "'{\"id\": \"c2\"}]}'"),
+        # a responses file given where the eval file belongs says which is which
+        ('{"a1": "Ten days.", "a2": {"response": "I can\'t share that."}}', "r.json",
+         "(document)", "an eval file (eval set YAML or golden-set JSON, whose cases have an id "
+                       "and an input or question)",
+         "a responses file (2 case id(s) mapped to answers); pass it with --responses-file, "
+         "and the eval set with --evals"),
+        ("a1: Ten days.\n", "r.yaml",
+         "(document)", "an eval file (eval set YAML or golden-set JSON, whose cases have an id "
+                       "and an input or question)",
+         "a responses file (1 case id(s) mapped to answers); pass it with --responses-file, "
+         "and the eval set with --evals"),
         ('{"id": "g", "cases": [],}', "g.json", "(line 1, column 25)",
          "valid JSON: a key in double quotes (no trailing comma, no single quotes)", "'}'"),
         ("{'id': 'g'}", "g.json", "(line 1, column 2)",

@@ -300,8 +300,12 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
             raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 JSON file",
                                                          str(exc))]) from exc
         except json.JSONDecodeError as exc:
+            if _is_an_eval_set(text):
+                raise EvalCaseError(path.name, [_AN_EVAL_SET]) from exc
             raise EvalCaseError(path.name, [json_syntax_problem(
                 text, exc.lineno, exc.colno, exc.msg)]) from exc
+        if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
+            raise EvalCaseError(path.name, [_AN_EVAL_SET])  # a golden set in JSON
         if not isinstance(doc, dict):
             raise EvalCaseError(path.name, [FieldProblem(
                 "(document)", "an object mapping eval id -> response text",
@@ -323,6 +327,27 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
                     key, "a response string or an agent response object",
                     "an object nested too deep to read")]) from exc
     return merged
+
+
+_AN_EVAL_SET = FieldProblem(
+    "(document)", "a responses file: a JSON object mapping eval id -> response text",
+    "an eval file (its cases have an id and an input or question); pass it with --evals, "
+    "and the answers with --responses-file")
+
+
+def _is_an_eval_set(text: str) -> bool:
+    """Whether ``text`` (not JSON) is an eval set YAML: a list of cases, or a mapping with
+    ``cases:`` / ``evals:``, whose cases are mappings with an ``id``."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        return False
+    if isinstance(doc, dict):
+        doc = doc.get("cases", doc.get("evals"))
+    return (isinstance(doc, list) and bool(doc)
+            and all(isinstance(c, dict) and "id" in c for c in doc))
 
 
 def _abridge_json(value: object, limit: int = 80) -> str:

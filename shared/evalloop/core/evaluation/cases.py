@@ -292,11 +292,26 @@ def _opt_str(doc: dict[str, Any], key: str, source: str) -> str | None:
     return value
 
 
+def _refuse_a_responses_file(doc: dict[Any, Any], source: str) -> None:
+    """Raise when ``doc`` is a responses file (``{case id: answer}``) given as an eval file:
+    no ``cases``, and every value an answer string or an agent reply object."""
+    if "cases" in doc or "evals" in doc or not doc or not set(doc) - {
+            "id", "agent", "version", "description"}:
+        return
+    if all(isinstance(v, str | dict) for v in doc.values()):
+        raise EvalCaseError(source, [FieldProblem(
+            "(document)", "an eval file (eval set YAML or golden-set JSON, whose cases have an "
+                          "id and an input or question)",
+            f"a responses file ({len(doc)} case id(s) mapped to answers); pass it with "
+            "--responses-file, and the eval set with --evals")])
+
+
 def _parse_golden(doc: object, source: str, stem: str) -> EvalSet:
     if not isinstance(doc, dict):
         raise EvalCaseError(source, [FieldProblem(
             "(document)", 'a golden-set object {"id", "agent", "version", "cases"}',
             type(doc).__name__)])
+    _refuse_a_responses_file(doc, source)
     unknown = sorted(set(doc) - {"id", "agent", "version", "cases", "description"})
     if unknown:
         raise EvalCaseError(source, [FieldProblem(k, "no such field (unknown field)",
@@ -316,6 +331,7 @@ def _parse_golden(doc: object, source: str, stem: str) -> EvalSet:
 def _parse_yaml(doc: object, source: str, stem: str) -> EvalSet:
     meta: dict[str, Any] = {}
     if isinstance(doc, dict):
+        _refuse_a_responses_file(doc, source)
         key = "cases" if "cases" in doc else "evals"
         unknown = sorted(set(doc) - {key, "id", "agent", "version", "description"})
         if unknown:
