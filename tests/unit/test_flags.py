@@ -224,3 +224,85 @@ def test_round_28_flags_that_were_wrong() -> None:
     assert "unneeded_escalation" not in _flags(who, "The Payroll team - email payroll@northwind."
                                                     "example with your employee number and the "
                                                     "payslip month, and they'll correct it.")
+
+
+#: Round 30's P03: a complete Markdown table, its last row closed by a pipe.
+PER_DIEM_TABLE = ("| Country | Daily rate | Hotel cap |\n|---|---|---|\n| Germany | €60 | €160 |\n"
+                  "| France | €65 | €170 |\n| Spain | €55 | €140 |")
+PER_DIEM = EvalCase(id="P03", input="What are the per diem rates for Germany, France and Spain?")
+TABLE_INTRO = ("Here are the daily allowance and the hotel cap for each of the three countries you "
+               "asked about, from this year's travel rates:\n\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [PER_DIEM_TABLE,
+     TABLE_INTRO + PER_DIEM_TABLE,
+     # alignment colons in the delimiter row, an escaped pipe inside a cell
+     TABLE_INTRO + "| Country | Daily rate | Hotel cap |\n|:---|---:|:---:|\n"
+                   "| Germany | €60 \\| €70 abroad | €160 |",
+     # a JSON document that parses ends whole at its closing brace
+     '{"answer": "Yes, a hotel room is covered when your flight is cancelled overnight and '
+     'no later flight leaves that day", "limits": {"hotel": 150, "meals": 40}}'],
+)
+def test_a_whole_table_row_or_json_document_is_no_truncation(text: str) -> None:
+    # round 30: P03's table was flagged "ends with ' €170 |\n| Spain | €55 | €140 |'"
+    assert "possibly_truncated" not in _flags(PER_DIEM, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [  # a row with fewer cells than the header, a row cut inside a cell
+        (PER_DIEM_TABLE.removesuffix(" €140 |"), "ends with '| €65 | €170 |\\n| Spain | €55 |'"),
+        (PER_DIEM_TABLE.removesuffix("5 | €140 |"), "ends with 'ce | €65 | €170 |\\n| Spain | €5'"),
+        # a header with no row under it
+        (TABLE_INTRO + "| Country | Daily rate | Hotel cap |\n|---|---|---|",
+         "ends with 'te | Hotel cap |\\n|---|---|---|'"),
+        # without outer pipes a row's end shows nothing: "€14" may be a cut "€140"
+        (TABLE_INTRO + "Country | Daily rate | Hotel cap\n---|---|---\nGermany | €60 | €14",
+         "ends with '--|---|---\\nGermany | €60 | €14'"),
+        # a JSON document cut before its end does not parse
+        ('{"answer": "Yes, a hotel room is covered when your flight is cancelled overnight and '
+         'no later flight leaves that day", "limits": {"hotel": 150}',
+         "ends with 'day\", \"limits\": {\"hotel\": 150}'"),
+    ],
+)
+def test_a_cut_table_row_or_json_document_is_still_flagged(text: str, detail: str) -> None:
+    assert _flags(PER_DIEM, text).get("possibly_truncated") == detail
+
+
+HOTEL = EvalCase(id="N17",
+                 input="Can I claim for a hotel room if my flight is cancelled overnight?")
+#: Labels only: an intent classifier's reply object, no sentence in it.
+LABELS = ('{"topic": "flight disruption", "category": "travel expenses", "subcategory": "hotel '
+          'accommodation", "channel": "mobile app", "region": "western europe", "priority": '
+          '"normal review"}')
+
+
+def test_structured_data_is_no_prose_in_another_language() -> None:
+    # round 30: N17's reply object (the text the runner extracts) was "question in English,
+    # answer not"; its keys and labels have no English function word, and no French either
+    n17 = ('{"topic": "flight disruption", "intent": "hotel_claim", "status": "resolved", '
+           '"confidence": "high"}')
+    assert _flags(HOTEL, n17) == {"response_very_short": "9 words"}
+    for text in (LABELS, "```json\n" + LABELS + "\n```", "[" + LABELS + ", " + LABELS + "]",
+                 "topic: flight disruption\ncategory: travel expenses\nsubcategory: hotel "
+                 "accommodation\nchannel: mobile app\nregion: western europe\npriority: normal "
+                 "review"):
+        assert "language_mismatch" not in _flags(HOTEL, text), text
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [  # a sentence in another language inside the data is still read
+        ('{"answer": "Oui, vous pouvez réclamer une chambre d\'hôtel si votre vol est annulé '
+         'pour la nuit.", "status": "resolved"}', "question in English, answer not"),
+        ('{"answer": "员工每年有十四天年假，具体取决于职级和服务年限。", "status": "ok"}',
+         "question in latin script, answer in cjk"),
+        ("réponse: oui, vous pouvez réclamer une chambre si votre vol est annulé pour la nuit\n"
+         "statut: résolu", "question in English, answer not"),
+    ],
+)
+def test_a_sentence_in_another_language_inside_data_is_still_flagged(text: str,
+                                                                     detail: str) -> None:
+    assert _flags(HOTEL, text).get("language_mismatch") == detail

@@ -11,6 +11,7 @@ Every flag is listed in :data:`FLAG_DOCS` with what it means and its threshold.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -42,7 +43,9 @@ FLAG_DOCS: dict[str, str] = {
                            "the rules found (raised when only a second opinion found it)",
     "response_very_long": f"more than {VERY_LONG_WORDS} words",
     "possibly_truncated": "20+ words ending without closing punctuation or a link (a cut "
-                          "stream or a token limit)",
+                          "stream or a token limit); a list item, a quotation's source, a "
+                          "whole Markdown table row (closing pipe, the header's cell count) "
+                          "or a JSON document that parses ends an answer whole",
     "repeated_text": "a sentence of 4+ words appears twice, or an 8-word run three times "
                      "(generation loop)",
     "contains_placeholder": "template text left in: [insert ...], (insert ...), {{...}}, "
@@ -52,7 +55,10 @@ FLAG_DOCS: dict[str, str] = {
                     "whether it echoes the user's input",
     "no_citation_when_context_expected": "the case names context chunks but the answer cites "
                                          "none of them nor any policy/section/source",
-    "language_mismatch": "the answer is in another script or language than the question",
+    "language_mismatch": "the answer is in another script or language than the question; "
+                         "headings, telemetry, links and structured data (a JSON document, "
+                         "'key: value' lines) are no prose: of data only a value that is a "
+                         "sentence of its own (8+ words) is read",
     "states_no_answer": "the agent says it could not find or does not know the answer (check "
                         "the knowledge base really lacks it)",
     "partial_refusal": "declined part of a request it should answer, but still answered",
@@ -99,6 +105,10 @@ _ENDS_WITH_LINK = re.compile(r"(?:https?://|www\.)\S+$|\S+@\S+\.\w+$|\S+\.\w{2,}
 #: does a quotation's source ('"…" - Chinese proverb').
 _LIST_ITEM = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+\S")
 _ATTRIBUTION = re.compile(r"[\"\u201d]\s*[-\u2013\u2014]+\s*[A-Z][\w.' -]{0,40}$")
+#: A Markdown table's delimiter row, under its header: "|---|:---:|" (outer pipes optional).
+_TABLE_DELIMITER = re.compile(r"^\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?$")
+#: A cell boundary: a pipe not escaped as "\|".
+_CELL_PIPE = re.compile(r"(?<!\\)\|")
 _DIGITS = re.compile(r"\d{3}")
 _DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?\S*)?\b")
 #: Matched against the lower-cased answer.
@@ -130,6 +140,91 @@ _SCRIPT_RANGES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("indic_thai", re.compile(r"[\u0900-\u0e7f]")),
     ("cjk", re.compile(r"[\u3040-\u9fff\uac00-\ud7af]")),
 )
+
+
+def _cell_count(row: str) -> int:
+    """Cells of a table row with its outer pipes: "| Spain | €55 | €140 |" -> 3."""
+    return len(_CELL_PIPE.split(row[1:-1]))
+
+
+def _ends_with_table_row(lines: list[str]) -> bool:
+    """Whether the last of ``lines`` (an answer's, non-empty) is a whole Markdown table row.
+
+    Whole: it starts and ends with an unescaped "|" and has as many cells as the header of its
+    table (the run of lines starting with "|" it ends, a delimiter row under the header). A
+    cut row lacks its closing pipe ("| Spain | €5") or cells ("| Spain | €55 |" under three
+    columns); a row of a table without outer pipes could be cut mid-cell ("Spain | €14" of
+    "€140"), so it is not called whole, nor is a header with no row under it.
+    """
+    last = lines[-1].strip()
+    if len(last) < 3 or last[0] != "|" or last[-1] != "|" or last[-2] == "\\":
+        return False
+    start = len(lines) - 1
+    while start > 0 and lines[start - 1].lstrip().startswith("|"):
+        start -= 1
+    table = [line.strip() for line in lines[start:]]
+    if len(table) < 3 or not _TABLE_DELIMITER.match(table[1]) or not table[0].endswith("|"):
+        return False
+    return _cell_count(table[0]) == _cell_count(last)
+
+
+#: A code fence around the whole answer ("```json\n{...}\n```"): its body is the data.
+_FENCED = re.compile(r"^```[\w+-]*[ \t]*\n(.*)\n[ \t]*```$", re.DOTALL)
+#: A "key: value" or "key = value" line: a key of 1-4 words (no sentence punctuation),
+#: optionally quoted or bulleted; group 1 is the value ("status: resolved", "Daily rate = €60").
+_KEY_VALUE = re.compile(
+    r"^\s*(?:[-*]\s+)?[\"']?[^\W_][\w.()/-]*(?: [\w.()/-]+){0,3}[\"']?\s*[:=](?!//)\s*(.*)$")
+
+
+def _json_document(text: str) -> dict[str, object] | list[object] | None:
+    """``text`` (stripped) parsed, when it is a JSON object or array (a whole document, not
+    prose around one); None otherwise."""
+    if (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict | list) else None
+
+
+def _string_values(data: object, out: list[str]) -> list[str]:
+    """Append the string values in ``data`` (a parsed JSON value, depth-first; keys are
+    names, not text) to ``out`` and return it."""
+    if isinstance(data, str):
+        out.append(data)
+    elif isinstance(data, dict):
+        for value in data.values():
+            _string_values(value, out)
+    elif isinstance(data, list):
+        for item in data:
+            _string_values(item, out)
+    return out
+
+
+def _structured_values(text: str) -> list[str] | None:
+    """The values of an answer that is structured data, or None when it is not.
+
+    Structured data: a JSON object or array (alone, or alone in a code fence), or 2+
+    non-empty lines that are each a "key: value" / "key = value" pair. Its keys and
+    punctuation are no prose; its values are returned (strings only, in order) for
+    :func:`_is_sentence_value` to pick the prose from.
+    """
+    fenced = _FENCED.match(text) if text.startswith("```") else None
+    body = fenced.group(1).strip() if fenced else text
+    data = _json_document(body)
+    if data is not None:
+        return _string_values(data, [])
+    lines = [line for line in body.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    values = []
+    for line in lines:
+        pair = _KEY_VALUE.match(line)
+        if pair is None:
+            return None
+        values.append(pair.group(1))
+    return values
 
 
 def _scripts(text: str) -> Counter[str]:
@@ -185,7 +280,36 @@ def _is_prose(answer: str) -> bool:
                if w.isalpha() and w.islower()) >= 8
 
 
+#: Scripts written without upper and lower case (``_is_prose`` cannot count their words).
+_CASELESS_SCRIPTS = ("hebrew_arabic", "indic_thai", "cjk")
+
+
+def _is_sentence_value(value: str) -> bool:
+    """Whether one value of structured data is prose of its own: 8+ lower-case words as
+    :func:`_is_prose` counts them, or 8+ letters of a script without case (a CJK clause).
+    Labels ("flight disruption", "hotel_claim", "resolved") are not."""
+    if _is_prose(value):
+        return True
+    if value.isascii():
+        return False
+    scripts = _scripts(value)
+    return sum(scripts[name] for name in _CASELESS_SCRIPTS) >= 8
+
+
 def _language_mismatch(question: str, answer: str) -> str | None:
+    """Why ``answer`` is in another script or language than ``question``, or None.
+
+    An answer that is structured data (:func:`_structured_values`) is judged by its values
+    that are sentences of their own only: a JSON reply object of labels
+    ({"topic": "flight disruption", "intent": "hotel_claim", ...}) has no function words
+    and is no French, but a French sentence in its "answer" field still is.
+    """
+    values = _structured_values(answer) if answer[:1] in "{[`" or ":" in answer \
+        or "=" in answer else None
+    if values is not None:
+        answer = "\n".join(v for v in values if _is_sentence_value(v))
+        if not answer:
+            return None
     if question.isascii() and answer.isascii():
         q_ratio, q_words = _english_ratio(question)
         if q_words < 4 or q_ratio < 0.15 or not _is_prose(answer):
@@ -287,10 +411,13 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
         out.append(Flag("response_very_short", f"{len(words)} words"))
     if len(words) > VERY_LONG_WORDS:
         out.append(Flag("response_very_long", f"{len(words)} words"))
-    last_line = text.splitlines()[-1].strip()
+    lines = text.splitlines()
+    last_line = lines[-1].strip()
     if len(words) >= 20 and text[-1] not in _TERMINAL_CHARS \
             and not "\U0001F300" <= text[-1] <= "\U0001FAFF" and not _ENDS_WITH_LINK.search(text) \
-            and not _LIST_ITEM.match(last_line) and not _ATTRIBUTION.search(last_line):
+            and not _LIST_ITEM.match(last_line) and not _ATTRIBUTION.search(last_line) \
+            and not _ends_with_table_row(lines) \
+            and not (text[-1] == "}" and _json_document(text) is not None):
         out.append(Flag("possibly_truncated", f"ends with {text[-30:]!r}"))
     rep = _repeated(text, list(analysis.sentences) or split_sentences(text))
     if rep:
