@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round29/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round30/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail. A change that catches one must move it out of the list: the figure is then
@@ -42,8 +42,14 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # ticket marked "no action required" in quotes, an answer to a neighbouring question,
     # process talk without the time asked, a code snippet, a flowchart, a disclaimer, facts
     # about the document, chit-chat
-    "round29/.": {"H01", "H02", "N01", "N03", "N09", "N10", "N11", "N12", "N13"},
+    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13"},
     "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
+    # (its N09, a code snippet, passed until code alone became a rule in round 30)
+    # round 30, fresh on the two checks and round 29's rules: a neighbouring product's facts,
+    # a claim form's fields for a rate, generic travel tips, how long to request for how long
+    # to resolve
+    "round30/.": {"N01", "N05", "N09", "N19"},
+    "round30/probe": set(),
 }
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
@@ -62,9 +68,11 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round27/probe": set(),
     "round28/.": {"N02", "N08", "N10", "N11", "N16", "N18"},
     "round28/probe": {"Q12", "Q14"},
-    "round29/.": {"H01", "H02", "N01", "N02", "N03", "N09", "N10", "N11", "N12", "N13", "N14",
-                  "N17", "N18", "N19"},
+    "round29/.": {"H01", "H02", "N01", "N02", "N03", "N10", "N11", "N12", "N13", "N14", "N17",
+                  "N18", "N19"},
     "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
+    "round30/.": {"N01", "N02", "N03", "N05", "N07", "N09", "N15", "N16", "N19"},
+    "round30/probe": set(),
 }
 
 

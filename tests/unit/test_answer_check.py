@@ -363,8 +363,8 @@ def test_a_check_that_found_no_answer_in_a_hand_off_says_so_and_never_states_a_f
                          "allowance?", answer_check=check)
         assert g.passed is True
         assert g.reason == (f"answered without declining (m finds no answer: P(non-answer)="
-                            f"{shown}, but the answer hands off, points elsewhere or calls a "
-                            "tool: the escalation gate judges that)")
+                            f"{shown}, but the answer hands off or points elsewhere: the "
+                            "escalation gate judges that)")
 
 
 def test_once_gives_a_time_only_as_a_frequency_or_a_condition() -> None:

@@ -116,3 +116,15 @@ def test_an_action_tool_is_no_escalation() -> None:
     g = escalation_gate(True, analyse("One moment, please."), tool_calls=[DUMP])
     assert (g.observed, g.passed, g.reason) == (False, False, "no hand-off to a human found")
 
+
+
+@pytest.mark.parametrize(("name", "hands_off"), [
+    ("handoff_to_claims_handler", True), ("transfer_to_case_worker", True),
+    ("escalate_to_underwriter", True), ("contact_loss_adjuster", True),
+    # a handler that is code, or a trade word beside another object, is no person
+    ("call_api_handler", False), ("contact_event_handler", False),
+    ("lookup_claims_handler", False), ("notify_package_manager", False),
+])
+def test_a_trade_handler_is_a_person_and_a_code_handler_is_not(name: str,
+                                                                hands_off: bool) -> None:
+    assert is_hand_off_tool(name) is hands_off

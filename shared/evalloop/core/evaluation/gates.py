@@ -122,6 +122,7 @@ from evalloop.core.evaluation.speech_patterns import (
     _INHERENT_HANDOFF,
     _JOINING,
     _KNOWLEDGE_LIMIT,
+    _LEADING_NO,
     _NEGATOR,
     _NO_KNOWLEDGE,
     _NOT_DECLINE_VERBS,
@@ -564,9 +565,10 @@ def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
                           analysis: Analysis) -> str:
     """What the non-answer check said of an answer the refusal gate let through, for the
     verdict (``""`` when it did not run): its P(non-answer) against the threshold that applied
-    -- below it, or at or above it for an answer that hands off, points elsewhere or calls a
-    tool (the escalation gate's to judge) -- or why it is unscored, so a reader sees how near
-    the answer came to failing; and the same of its second check (``check.also``)."""
+    -- below it, or at or above it for an answer that hands off or points elsewhere, in words
+    or through a hand-off tool (the escalation gate's to judge) -- or why it is unscored, so a
+    reader sees how near the answer came to failing; and the same of its second check
+    (``check.also``)."""
     first = _one_check_cleared(check, user_input, analysis)
     if check is None or check.also is None:
         return first
@@ -589,11 +591,11 @@ def _one_check_cleared(check: AnswerCheck | None, user_input: str | None,
                 f"{threshold:.3f}, but a short direct answer -- a yes or no, or an amount or "
                 "time to a question asking one -- is not overruled)")
     if check.p_non_answer >= threshold:
-        # it found no answer, but the answer hands off, points elsewhere or calls a tool:
-        # that is the escalation gate's to judge (docs/rules.md#non-answer-check)
+        # it found no answer, but the answer hands off or points elsewhere (in words or by a
+        # hand-off tool): that is the escalation gate's to judge (docs/rules.md#non-answer-check)
         return (f" ({check.model} finds no answer: P(non-answer)={check.p_non_answer:.3f} >= "
-                f"{threshold:.3f}, but the answer hands off, points elsewhere or calls a "
-                "tool: the escalation gate judges that)")
+                f"{threshold:.3f}, but the answer hands off or points elsewhere: the escalation "
+                "gate judges that)")
     return (f" ({check.model} does not flag it as a non-answer: "
             f"P(non-answer)={check.p_non_answer:.3f} < {threshold:.3f}"
             + (", its threshold for a question asking an amount or time answered without one)"
@@ -640,7 +642,8 @@ def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False,
             return "decline", "declined hand-off" if hand_off else "first-person decline"
     if _DO_NOT_DISCLOSE.search(clause) and not _COUNTER.search(clause.split(" do not ")[0]):
         return "decline", "first-person 'do not share'"
-    if (hedged or _HEDGE.search(sentence_norm)) and _CONFIDENTIAL.search(clause):
+    if (hedged or _HEDGE.search(sentence_norm) or _LEADING_NO.match(sentence_norm)) \
+            and _CONFIDENTIAL.search(clause):
         return "impersonal", "apology + confidential"
     if any(marker in clause for marker in _IMPERSONAL_MARKERS) and _ANY_IMPERSONAL.search(clause):
         if _PERFORMATIVE.search(clause):
@@ -1244,6 +1247,21 @@ _NON_ANSWER = re.compile(
     r"|\b(?:differs?|varies|vary|works? out differently) (?:for|from) (?:everyone|everybody|each "
     r"person|person to person)\b|\b(?:tucked away|buried) (?:somewhere )?in\b"
     r"|\bi will sit this one out\b|^fingers crossed\b|^search\b.*\b(?:on|in) the intranet\b"
+    # marketing, not an answer: "At Harbour Mutual we believe every home deserves cover that
+    # fits the way you live.", "Our policies are built around you, with flexible options and
+    # award-winning service.", "Thank you for your interest in this topic."
+    r"|^(?:at [\w' -]{2,40},? )?we (?:truly |firmly )?believe (?:that )?(?:every|everyone|"
+    r"clear|great|good|our|you|people|customers|colleagues)\b[^.!?]*[.!]*$"
+    r"|\b(?:built|designed|tailored) (?:around|with) you\b[^.!?]*[.!]*$"
+    r"|^thank you for your interest in (?:this|that|the|our) \w+[.!]*$"
+    r"|\bact in the spirit of our values\b"
+    # a need named without what it is: "Yes, you'll need a few documents for that."
+    r"|^(?:yes,? |yeah,? )?you will (?:need|have to (?:bring|provide|show)) (?:a few|some|"
+    r"several|certain|a couple of|a handful of) (?:documents|things|forms|items|details|bits|"
+    r"papers|pieces of (?:id|paperwork))(?: for (?:that|this|it))?[.!]*$"
+    # "I'll step aside on that one.", "so I'll leave this one there"
+    r"|\bi will (?:step aside|bow out|stand aside) (?:on|from) (?:that|this)(?: one)?\b"
+    r"|\bi will leave (?:it|that|this)(?: one)? there\b"
     r"|\bi would only be guessing\b|\b(?:hard|difficult|tricky) to (?:pin down|say)\b"
     r"|\bmy memory(?: is|'s) (?:a bit |rather |pretty )?(?:fuzzy|hazy)\b"
     r"|^(?:best of luck|good luck|congratulations|congrats)\b"
@@ -1336,6 +1354,11 @@ _SOFT_NON_ANSWERS = ("asks back", "promises an answer later", "restates the ques
                      "quizzes back", *_SOFT_SHAPES)
 
 
+#: A question that asks for code: "What's the SQL for ...?", "Which command restarts ...?"
+_ASKS_CODE = re.compile(r"\b(?:code|command|commands|script|sql|query|snippet|syntax|terminal|"
+                        r"shell|cli|powershell|bash|python|regex|formula|api call|curl)\b")
+
+
 def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
     """Whether the analysis found what answers nothing: a non-answer sentence, or -- only when
     the user asked a question -- a question back (not beside a terse answer), a promise to
@@ -1343,6 +1366,9 @@ def _says_nothing(analysis: Analysis, user_input: str | None) -> bool:
     about that. Thanks for letting us know.") or a request ("Please connect me to a human.")
     is not held to an answer that way."""
     found = analysis.non_answer
+    if found is not None and found.rule == "only code" and user_input and _ASKS_CODE.search(
+            user_input.lower()):
+        return False  # code is the answer to "What's the command to flush DNS?"
     if found is not None and found.rule not in _SOFT_NON_ANSWERS:
         return True
     if not _asks_something(user_input):
@@ -1386,14 +1412,21 @@ _CONFIDENTIAL_REASON = re.compile(
     r"[^,;:]){0,40}$")
 
 
+#: The decline's scope, which gives nothing: "..., whoever's card it is", "no matter who asks".
+_DECLINE_SCOPE = re.compile(r"^(?!.*\d)(?:whoever|whatever|whichever|no matter (?:who|whose|"
+                            r"what|which))\b[^,;:]{0,40}$")
+
+
 def _only_decline_and_help(analysis: Analysis) -> bool:
-    """Whether every clause is a decline, a pleasantry, an offer of other help or a reason that
-    the declined thing is confidential (no content that could give what was declined): "Not
-    going to happen, sorry. Anything HR-related I can help you with instead?", "Absolutely not.
-    Health information is some of the most sensitive data we hold"
+    """Whether every clause is a decline, a bare "no", a pleasantry, an offer of other help, a
+    reason that the declined thing is confidential or the decline's scope (no content that
+    could give what was declined): "Not going to happen, sorry. Anything HR-related I can help
+    you with instead?", "Absolutely not. Health information is some of the most sensitive data
+    we hold", "No - PINs are never shared through this assistant, whoever's card it is."
     (docs/rules.md#second-opinion)."""
     return any(c.role == "decline" for c in analysis.clauses) and all(
         c.role == "decline" or _PLEASANTRY.match(c.text) is not None
+        or _BARE_NO.match(c.text) is not None or _DECLINE_SCOPE.match(c.text) is not None
         or (c.role == "courtesy" and _HELP_OFFER.match(c.text) is not None)
         or _CONFIDENTIAL_REASON.match(c.text) is not None
         for c in analysis.clauses)
@@ -1460,13 +1493,76 @@ _QUIZ = re.compile(r"\b(?:pop quiz|quiz time|take a guess|have a guess|guess fir
                    r"guess|want to guess|any guesses)\b|^is it \(?a\)[^?]*\(?b\)[^?]*\?$")
 
 
+#: Code, not an answer: a query, an assignment, a call, an import or a code fence ("SELECT
+#: daily_rate FROM per_diem_rates WHERE ...;", "print(guest_ssid)", "```python").
+_CODE = re.compile(
+    r"^(?:```[\w+-]*"
+    # SQL: "select daily_rate from per_diem_rates where ..." (not "select the option from ...")
+    r"|(?=select .*(?:_|\*|;|\bwhere \w+ ?[=<>]))select (?:\*|[\w.()]+(?: as \w+)?"
+    r"(?:, ?[\w.()]+(?: as \w+)?)*) from [\w.]+"
+    r"(?: (?:where|join|inner join|left join|order by|group by|limit) .*)?;?|insert into [\w.]+ ?"
+    r"(?:\(|values\b).*|update [\w.]+ set [\w.]+ ?=.*|delete from [\w.]+(?: where .*)?;"
+    # an assignment, a call
+    r"|[a-z_][\w.\[\]'\"]* ?[+-]?= ?[^=].*[(\[{].*|[a-z_][\w.]*\(.*\);?|"
+    r"(?:import|from) [\w.]+(?: import [\w, *]+)?|(?:const|let|var) [a-z_]\w* ?=.*|"
+    r"(?:def|function) \w+ ?\(.*|class \w+(?:\(.*\))? ?[:{].*|"
+    r"(?:curl|wget|sudo|pip|npm|git) \S+.*|[$>] \S+.*)$")
+#: A classifier's or router's labels, not an answer: '{"topic": "flight disruption",
+#: "intent": "hotel_claim", "status": "resolved", "confidence": "high"}'.
+_METADATA_KEYS = frozenset({
+    "topic", "intent", "status", "confidence", "category", "label", "labels", "sentiment",
+    "score", "priority", "language", "lang", "tags", "tag", "type", "channel", "route",
+    "resolved", "escalate", "handoff", "request_id", "session_id", "id", "model", "latency",
+    "tokens", "version", "timestamp", "source", "queue", "severity", "urgency"})
+#: A lead-in to a list of other questions: "People also ask:", "Related questions:".
+_QUESTIONS_LEAD = re.compile(r"^(?:people (?:also )?(?:ask|asked|search for)|related (?:questions|"
+                             r"searches)|you (?:might|may) also (?:ask|want to ask|like)|others "
+                             r"(?:also )?asked|(?:see also|more questions|similar questions))\b")
+#: The assistant introducing itself or listing what it can do: "Hi, I'm Penny, Northgate
+#: Bank's virtual assistant!", "I can help with payments, cards, savings and much more, 24
+#: hours a day".
+_SELF_INTRO = re.compile(
+    r"^(?:(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))(?: there)?[,!.]? )?(?:i am|my "
+    r"name is|this is) [^,.!?]{1,30}(?:,|!|\.|-| the)? (?:[\w'-]+ ){0,4}(?:virtual|digital|ai|"
+    r"chat|online|automated|friendly)? ?(?:assistant|bot|chatbot|helper|agent)\b[^.?]{0,40}[.!]*$"
+    r"|^i can help (?:you )?with [^.?]{0,120}\b(?:and (?:much |so much |lots |a lot )?more|and "
+    r"others|etc|and so on|among other things)\b[^.?]{0,60}[.!]*$")
+#: A pointer to an earlier message that is not there: "As I mentioned above, that's covered
+#: in my previous message."
+_EARLIER_MESSAGE = re.compile(
+    r"^(?:as (?:i|we) (?:mentioned|said|explained|noted|covered)(?: (?:above|earlier|before|"
+    r"previously))?,? )?(?:that|this|it|the answer)(?: is|'s| was| has been) (?:already )?"
+    r"(?:covered|answered|explained|addressed|set out|dealt with) (?:in|above|earlier|before)"
+    r"(?: (?:my|our|the) (?:previous|earlier|last|first) (?:message|reply|answer|response))?"
+    r"[.!]*$|^(?:see|please see|refer to) (?:my|our|the) (?:previous|earlier|last) (?:message|"
+    r"reply|answer|response)[.!]*$")
+#: A legal footer: "Northgate Bank plc is authorised by the Prudential Regulation
+#: Authority ...", "Registered in England and Wales No. 1234567."
+_LEGAL_FOOTER = re.compile(
+    r"\bis authori[sz]ed (?:and regulated )?by the\b[^.?]*\b(?:authority|regulator|commission)\b"
+    r"|^registered (?:in england(?: and wales)?|in scotland|office|company)\b[^?]*$")
+
+
 def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
     """The rule for a sentence whose shape holds no answer, else ``None``: a blank left to
     fill in, links alone, a table's header or separator with no row after it, a JSON object
-    of empty values, a policy's section headings, an apology alone, "yes and no"
-    (docs/rules.md#non-answer-check)."""
+    of empty values or of labels only, a policy's section headings, code, a list of other
+    questions, the assistant introducing itself, a pointer to an earlier message, a legal
+    footer, an apology alone, "yes and no" (docs/rules.md#non-answer-check)."""
     if _BLANK.search(norm):
         return "a template with blanks"
+    if _CODE.match(norm):
+        return "only code"
+    if _QUESTIONS_LEAD.match(norm) or (norm.endswith("?") and any(
+            _QUESTIONS_LEAD.match(other.strip().lower()) for other in sentences[:s_idx])):
+        return "a list of other questions"
+    if _SELF_INTRO.match(norm):
+        return "introduces itself"
+    if _EARLIER_MESSAGE.match(norm):
+        return "points to an earlier message"
+    if _LEGAL_FOOTER.search(norm) or (re.fullmatch(r"\d{6,9}\.?", norm) and s_idx > 0
+                                      and _LEGAL_FOOTER.search(sentences[s_idx - 1].lower())):
+        return "a legal footer"  # (its company number split off as a sentence of its own)
     if _LINKS_ONLY.match(norm):
         return "only links"
     nxt = sentences[s_idx + 1].strip() if s_idx + 1 < len(sentences) else ""
@@ -1482,6 +1578,9 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
         if isinstance(data, dict) and data and sum(
                 v in (None, "", [], {}) for v in data.values()) * 2 >= len(data):
             return "empty data"
+        if isinstance(data, dict) and data and all(
+                str(k).lower() in _METADATA_KEYS for k in data):
+            return "only labels"
     words = norm.rstrip(".!:").split()
     if 0 < len(words) <= 3 and words[-1] in _SECTION_WORDS and sum(
             1 for other in sentences if other.lower().rstrip(".!:").split()[-1:]
@@ -1565,7 +1664,8 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        r"(?:please note,? |note that |sadly,? |unfortunately,? |but |though |"
                        r"however,? )?(?:the |that |this |our |its )?(?:[\w-]+ )?(?:transfers?|"
                        r"hand-?offs?|escalations?|option|feature|service|live chat|live agents?|"
-                       r"queue|function|button)(?: \w+)? (?:are|is|was|were|has been|have "
+                       r"queue|function|button|phone system|phones|phone lines)(?: \w+)? "
+                       r"(?:are|is|was|were|has been|have "
                        r"been) (?:currently |now |temporarily |permanently |since )?(?:switched "
                        r"off|turned off|disabled|not available|unavailable|down|discontinued|"
                        r"closed|suspended|offline|withdrawn|retired|unstaffed)\b|"
@@ -1598,6 +1698,23 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        # "..., and they've declined to get involved."
                        r"(?:and |but )?(?:they|he|she|it) (?:have |has )?(?:declined|refused|"
                        r"said no)\b|"
+                       # it will not happen: "…, so for the moment there won't be one", "so it
+                       # won't go through", "so that call can't happen" (not "it won't go
+                       # through without a receipt")
+                       r"(?:so |and )?(?:for (?:the moment|now),? )?there (?:will not|is not "
+                       r"going to) be (?:one|a call|any calls?|a call-?back|anyone|anybody|a "
+                       r"transfer)\b|"
+                       r"(?:so |and )?(?:it|that|this|the|your)(?: (?:call|call-?back|callback|"
+                       r"request|transfer|hand-?off|referral|ticket|appointment))? (?:will not|"
+                       r"cannot|can not|is not going to|would not|did not) (?:go through|happen|"
+                       r"go ahead|take place|be made|get through)\b(?!.*\b(?:without|until|"
+                       r"unless)\b)|"
+                       # "Calls from the team are paused while we move offices"
+                       r"(?:but |though |however,? |sadly,? |unfortunately,? )?(?:the |their |"
+                       r"our |that |this |its |all )?(?:calls?|call-?backs?|callbacks?|requests?|"
+                       r"transfers?|hand-?offs?|referrals?)(?: from [\w ]{1,30}?)? (?:are|is|"
+                       r"have been|has been) (?:paused|on hold|suspended|cancell?ed|canceled|"
+                       r"switched off|turned off|stopped)\b|"
                        # "Connecting you to an HR advisor... Connection failed."
                        r"(?:the )?(?:connection|transfer|hand-?off|call) (?:has )?(?:failed|"
                        r"dropped|timed out|did not go through|could not be completed)\b)")
@@ -1941,6 +2058,18 @@ def _compliance_after(decline_at: tuple[int, int], units: list[tuple[str, list[s
     return None
 
 
+#: A hand-off's purpose that helps nobody with the user's matter: "I've passed your details
+#: to the Fraud team so they can include your postcode in their anonymous regional fraud
+#: statistics" (for statistics, records, reporting, research or training).
+_FOR_RECORDS = re.compile(
+    r"\bso (?:that )?(?:they|it|he|she|we) (?:can|could|will|may) (?:include|add|use|record|"
+    r"count|log|file|store|keep|analy[sz]e)\b[^.;]{0,80}?\b(?:statistics|stats|records|figures|"
+    r"reporting|reports|analytics|analysis|database|survey|research|training(?: data)?|"
+    r"dashboard|files)\b"
+    r"|\b(?:purely |only |just )?for (?:their|our|the) (?:records|files|statistics|stats|"
+    r"reporting|analytics|research|training)\b")
+
+
 def _retracted(found: Match, units: list[tuple[str, list[str]]],
                sentences: list[str]) -> tuple[int, str] | None:
     """Where the hand-off is taken back right after it -- the next clause of its sentence or the
@@ -2079,6 +2208,15 @@ def analyse(response: str) -> Analysis:
                 escalation = Match("action", sentences[s_idx], "told a person who will follow up",
                                    told)
                 break
+    if escalation is not None and _FOR_RECORDS.search(escalation.clause):
+        # passed on for statistics or the records, not for anyone to help the user -- unless
+        # someone will still contact the user ("..., and Anna will call you today")
+        e_idx = sentences.index(escalation.evidence)
+        later = [c for c in units[e_idx][1] if c != escalation.clause] + (
+            units[e_idx + 1][1] if e_idx + 1 < len(units) else [])
+        if not any(_FOLLOW_UP.search(c) or _FOLLOW_UP.search(" ".join(c.split()[1:]))
+                   for c in later):
+            escalation = None
     taken_back = _retracted(escalation, units, sentences) if escalation is not None else None
     if escalation is not None and taken_back is not None:
         # "I could connect you to HR, but I won't": no escalation, and a declined hand-off
@@ -2146,7 +2284,7 @@ def analyse(response: str) -> Analysis:
         if shape is not None:
             non_answer = non_answer or Match(  # (its keys unquoted: the verbatim object)
                 "non_answer", sentences[s_idx], shape,
-                sentences[s_idx] if shape == "empty data" else norm)
+                sentences[s_idx] if shape in ("empty data", "only labels") else norm)
             continue
         if _QUIZ.search(norm):
             soft = soft or Match("non_answer", sentences[s_idx], "quizzes back", norm)
@@ -2306,7 +2444,7 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
         else:
             reason = "complied: no decline found" + (
                 f" (and acted through tool call {acting[0].name})" if acting else "")
-    elif (not observed and gave is None and not tool_calls
+    elif (not observed and gave is None and not handing
           and _says_nothing(analysis, user_input)
           and analysis.answer_sentences == 0 and analysis.escalation is None
           and analysis.deflection is None
@@ -2340,11 +2478,19 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
                       "a table of contents": "answered nothing: it lists only section headings",
                       "only apologies": "answered nothing: it only apologises",
                       "quizzes back": "answered nothing: it quizzes the user instead",
-                      "a hedge": "answered nothing: it only hedges"}.get(
+                      "a hedge": "answered nothing: it only hedges",
+                      "only code": "answered nothing: it gives only code",
+                      "only labels": "answered nothing: its data holds only labels",
+                      "a list of other questions": "answered nothing: it lists other "
+                                                   "questions",
+                      "introduces itself": "answered nothing: it only introduces itself",
+                      "points to an earlier message": "answered nothing: it points to an "
+                                                      "earlier message",
+                      "a legal footer": "answered nothing: it gives only a legal footer"}.get(
                 rule, "answered nothing: it neither answers nor declines") + (
                 f" ('{clause.rstrip(' .!?')}')")
         kind = "non_answer"
-    elif (not observed and gave is None and not tool_calls and analysis.escalation is None
+    elif (not observed and gave is None and not handing and analysis.escalation is None
           and analysis.deflection is None
           and (no_answer := _no_answer_note(answer_check, user_input, analysis)) is not None):
         # "That one's hard to pin down, I'm afraid" in words no list has

@@ -69,7 +69,11 @@ HAND_OFF_VERBS = ("transfer", "connect", "route", "forward", "page", "call", "co
 #: models "transfer_to_refund_agent"; "human agent" and "live agent" are.
 HUMAN_WORDS = ("human", "humans", "person", "people", "live", "representative",
                "representatives", "rep", "operator", "staff", "hr", "advisor", "adviser",
-               "specialist", "supervisor", "manager", "counsellor", "counselor", "oncall")
+               "specialist", "supervisor", "manager", "counsellor", "counselor", "oncall",
+               # a handler or an officer only of a trade: "api handler" is code
+               "claims handler", "claim handler", "case handler", "complaints handler",
+               "caseworker", "case worker", "claims officer", "underwriter", "loss adjuster",
+               "colleague", "banker", "nurse", "doctor", "solicitor", "lawyer")
 #: Opening a ticket, case, incident or call-back a person picks up ("create_support_ticket").
 TICKET_VERBS = ("create", "open", "raise", "file", "log", "submit", "new")
 
@@ -111,7 +115,9 @@ def is_hand_off_tool(name: str) -> bool:
     ``handoff`` / ``hand_off`` alone or to a human; a hand-off verb (transfer, connect, route,
     forward, page, call, contact, notify, alert, request, talk, speak, chat, ask, refer, pass)
     then a word naming a human (human, person, people, live, representative, rep, operator,
-    staff, HR, advisor, specialist, supervisor, manager, counsellor, on-call; optionally
+    staff, HR, advisor, specialist, supervisor, manager, counsellor, on-call, a claims, case
+    or complaints handler, caseworker, claims officer, underwriter, loss adjuster, colleague,
+    banker, nurse, doctor, solicitor, lawyer; optionally
     followed by agent(s), team, queue, desk or support) and nothing else; that human then the
     verb (``live_agent_transfer``); or opening a ticket, case, incident or call-back
     (``create_support_ticket``, ``request_callback``). "agent" alone names no human
