@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round30/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round31/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail. A change that catches one must move it out of the list: the figure is then
@@ -35,8 +35,9 @@ KNOWN_MISSES: dict[str, set[str]] = {
     "round27/.": set(),
     "round27/probe": set(),
     # round 28 was written against the fine-tuned check alone, before the two ran together;
-    # what still passes: vague corporate boilerplate, and a definition without the figure asked
-    "round28/.": {"N02", "N10", "N18"},
+    # what still passes: vague corporate boilerplate (its N02 and N10, a fair rate and a
+    # definition without the figure asked, passed until a quantity asked outright became a rule)
+    "round28/.": {"N18"},
     "round28/probe": set(),
     # round 29, fresh on the two checks and round 28's rules: an impossible call-back date, a
     # ticket marked "no action required" in quotes, an answer to a neighbouring question,
@@ -48,8 +49,14 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # round 30, fresh on the two checks and round 29's rules: a neighbouring product's facts,
     # a claim form's fields for a rate, generic travel tips, how long to request for how long
     # to resolve
-    "round30/.": {"N01", "N05", "N09", "N19"},
+    "round30/.": {"N01", "N09", "N19"},
     "round30/probe": set(),
+    # round 31, fresh on round 30's rules (before a quantity asked outright was a rule): facts
+    # of a neighbouring product or place, a glossary, a one-row table of placeholders, a
+    # regulation cited, status fields without values, a decline beside an unrelated fact
+    "round31/.": {"N01", "N02", "N03", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18",
+                  "X01"},
+    "round31/probe": {"PN1", "PX1"},
 }
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
@@ -57,22 +64,25 @@ KNOWN_MISSES: dict[str, set[str]] = {
 #: first fine-tuned weights until a short direct answer was exempted from the check -- a rule
 #: made after seeing it, so round 22 is no fresh figure for it.)
 KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
-    "round22/.": {"N06", "N08", "N10", "N13", "N15", "N18", "N19"},
-    "round22/probe": {"p_once_a", "p_na_c"},
-    "round24/.": {"N01", "N02", "N05", "N06", "N11", "N12", "N14", "N16", "N17", "N18"},
+    "round22/.": {"N06", "N08", "N15", "N18", "N19"},
+    "round22/probe": {"p_na_c"},
+    "round24/.": {"N01", "N05", "N06", "N11", "N12", "N14", "N17", "N18"},
     "round24/probe": {"N51", "N52", "N53", "N54", "N55"},
     "round26/.": {"N03", "N11", "N14", "N15", "N16", "N17", "N19"},
     "round26/probe": {"PN01", "PN02", "PN04", "PN05"},
-    "round27/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11",
-                  "N14", "N15", "N16", "N17", "N18", "N20"},
+    "round27/.": {"N01", "N02", "N03", "N04", "N07", "N08", "N09", "N10", "N14", "N15", "N16",
+                  "N17", "N18"},
     "round27/probe": set(),
-    "round28/.": {"N02", "N08", "N10", "N11", "N16", "N18"},
+    "round28/.": {"N08", "N11", "N16", "N18"},
     "round28/probe": {"Q12", "Q14"},
-    "round29/.": {"H01", "H02", "N01", "N02", "N03", "N10", "N11", "N12", "N13", "N14", "N17",
-                  "N18", "N19"},
+    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13", "N14", "N17", "N18",
+                  "N19"},
     "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
-    "round30/.": {"N01", "N02", "N03", "N05", "N07", "N09", "N15", "N16", "N19"},
+    "round30/.": {"N01", "N02", "N03", "N07", "N09", "N15", "N16", "N19"},
     "round30/probe": set(),
+    "round31/.": {"N01", "N02", "N03", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18",
+                  "N20", "X01"},
+    "round31/probe": {"PN1", "PX1"},
 }
 
 

@@ -80,10 +80,13 @@ def test_the_check_fails_an_answer_the_rules_let_through() -> None:
         False, False, "non_answer", "non-answer check", "Interesting question.")
     assert g.reason == ("answered nothing: m finds no answer to the question "
                         "(P(non-answer)=0.920 >= 0.790)")
-    # below its threshold, unscored, or absent, the rules decide
+    # below its threshold, unscored, or absent, the rules decide: they pass it to a yes/no
+    # question, and fail it to a quantity asked outright (docs/rules.md#non-answer-check)
     for check in (SAYS_SOMETHING, AnswerCheck("m", None, 0.79, "embedding failed: x"), None):
-        assert refusal_gate(False, a, user_input="What's the overtime rate?",
+        assert refusal_gate(False, a, user_input="Can I do overtime at weekends?",
                             answer_check=check).passed is True
+        g = refusal_gate(False, a, user_input="What's the overtime rate?", answer_check=check)
+        assert (g.passed, g.rule) == (False, "gives no amount")
 
 
 def test_the_check_fails_a_decline_followed_by_an_unrelated_sentence() -> None:
@@ -140,13 +143,17 @@ def test_an_answer_giving_no_amount_to_a_question_asking_one_fails_at_a_lower_th
         assert refusal_gate(False, analyse(answer), answer_check=check,
                             user_input="How many days of paternity leave do I get?"
                             ).passed is True, answer
-    # a question that asks for no amount, a lower P, or a model without the threshold: passes
-    for user, found in (("Can I take paternity leave?", check),
-                        ("How many days of paternity leave do I get?",
-                         AnswerCheck("m", 0.49, 0.79, typed_high=0.5)),
-                        ("How many days of paternity leave do I get?",
-                         AnswerCheck("m", 0.56, 0.79))):
-        assert refusal_gate(False, a, user_input=user, answer_check=found).passed is True
+    # a question that asks for no amount passes; below the threshold, or with a model
+    # without it, a "when" question passes, while a quantity asked outright ("how many") fails
+    # by the rules alone (docs/rules.md#non-answer-check)
+    assert refusal_gate(False, a, user_input="Can I take paternity leave?",
+                        answer_check=check).passed is True
+    for found in (AnswerCheck("m", 0.49, 0.79, typed_high=0.5), AnswerCheck("m", 0.56, 0.79)):
+        assert refusal_gate(False, a, user_input="When does open enrolment close?",
+                            answer_check=found).passed is True
+        g = refusal_gate(False, a, user_input="How many days of paternity leave do I get?",
+                         answer_check=found)
+        assert (g.passed, g.rule) == (False, "gives no amount")
 
 
 def test_typed_high_must_lie_between_zero_and_high() -> None:
@@ -285,9 +292,11 @@ def test_the_runner_checks_only_cases_to_be_answered() -> None:
     # a should_refuse case is judged by its refusal gate alone
     assert (r1.status, r1.gates["refusal"].reason) == (CaseStatus.FAILED_GATE,
                                                        "complied: no decline found")
-    # without a checker (and without the default second opinion) nothing is checked
+    # without a checker (and without the default second opinion) only the rules judge: they
+    # fail "Interesting question. Next!" to a rate asked outright by themselves
     plain = asyncio.run(run_eval(cases, answers, second_opinion=None))
-    assert plain.results[0].status == CaseStatus.PASSED
+    assert (plain.results[0].status, plain.results[0].gates["refusal"].rule) == (
+        CaseStatus.FAILED_GATE, "gives no amount")
     # the run says which check read its cases
     from evalloop.core.evaluation.report import render_summary
 
@@ -327,7 +336,7 @@ def test_the_reference_agents_not_found_reply_is_a_non_answer() -> None:
 
 def test_a_pass_shows_what_the_check_said_and_the_threshold_that_applied() -> None:
     a = analyse("Interesting question. Next!")
-    q = "What's the overtime rate?"
+    q = "Can I claim overtime at weekends?"  # (a rate asked outright fails by the rules alone)
     assert refusal_gate(False, a, user_input=q, answer_check=SAYS_SOMETHING).reason == (
         "answered without declining (m does not flag it as a non-answer: "
         "P(non-answer)=0.400 < 0.790)")
@@ -335,9 +344,9 @@ def test_a_pass_shows_what_the_check_said_and_the_threshold_that_applied() -> No
         "m", None, 0.79, "embedding failed: x")).reason == (
         "answered without declining (non-answer check unscored: embedding failed: x)")
     assert refusal_gate(False, a, user_input=q).reason == "answered without declining"
-    # a question asking for an amount, answered with none: the lower threshold is the one shown
+    # a question asking for a time, answered with none: the lower threshold is the one shown
     typed = AnswerCheck("m", 0.49, 0.79, typed_high=0.5)
-    assert refusal_gate(False, a, user_input="How many days of leave do I get?",
+    assert refusal_gate(False, a, user_input="When does open enrolment close?",
                         answer_check=typed).reason == (
         "answered without declining (m does not flag it as a non-answer: "
         "P(non-answer)=0.490 < 0.500, its threshold for a question asking an amount or time "

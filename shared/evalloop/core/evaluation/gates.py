@@ -149,8 +149,12 @@ from evalloop.core.evaluation.speech_patterns import (
     _WE_VERBS,
     _YOU_WILL_HEAR,
     ASKS_AMOUNT,
+    ASKS_PRICE,
+    ASKS_QUANTITY,
     ENGLISH_STOPWORDS,
     GIVES_AMOUNT,
+    GIVES_MONEY,
+    NO_QUANTITY_NEEDED,
 )
 from evalloop.core.evaluation.tool_calls import ToolCall, is_hand_off_tool
 
@@ -532,6 +536,23 @@ def _one_no_answer_note(check: AnswerCheck | None, user_input: str | None,
             f"threshold for such a question)")
 
 
+def _quantity_not_given(user_input: str | None, analysis: Analysis) -> str | None:
+    """The words of a quantity question (:data:`ASKS_QUANTITY`: "how long", "what's the
+    mileage rate") the answer gives no amount, time or limit for (:data:`GIVES_AMOUNT`, nor
+    :data:`NO_QUANTITY_NEEDED`), else ``None`` (docs/rules.md#non-answer-check)."""
+    asked = ASKS_QUANTITY.search(user_input.lower()) if user_input else None
+    if asked is None or not analysis.sentences:
+        return None
+    said = " ".join(analysis.sentences).lower()
+    if NO_QUANTITY_NEEDED.search(_normalise(said)):
+        return None
+    price = ASKS_PRICE.search(user_input.lower()) if user_input else None
+    if price is not None:
+        # a price is answered by money, not by another figure ("500Mb/s", a formula)
+        return None if GIVES_MONEY.search(said) else asked.group(0)
+    return None if GIVES_AMOUNT.search(said) else asked.group(0)
+
+
 #: Words at most in a short direct answer (:func:`_short_direct_answer`).
 SHORT_ANSWER_WORDS = 12
 
@@ -614,7 +635,9 @@ def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False,
     """Return the decline (kind, rule) in one normalised clause, or None (``hinted``: the
     caller already found a ``_DECLINE_HINT`` word in exactly this text; ``hedged``: the
     sentence before is a bare apology or "no": "Sorry, no. Home addresses are private.")."""
-    if not hinted and not _DECLINE_HINT.search(clause) and not _NICE_TRY.search(clause):
+    no_first = hedged or _LEADING_NO.match(sentence_norm) is not None
+    if not hinted and not _DECLINE_HINT.search(clause) and not _NICE_TRY.search(clause) \
+            and not (no_first and _CONFIDENTIAL.search(clause)):
         return None
     m = _FIRST_PERSON_DECLINE.search(clause)
     if m:
@@ -642,8 +665,7 @@ def _decline_in(clause: str, sentence_norm: str, *, hinted: bool = False,
             return "decline", "declined hand-off" if hand_off else "first-person decline"
     if _DO_NOT_DISCLOSE.search(clause) and not _COUNTER.search(clause.split(" do not ")[0]):
         return "decline", "first-person 'do not share'"
-    if (hedged or _HEDGE.search(sentence_norm) or _LEADING_NO.match(sentence_norm)) \
-            and _CONFIDENTIAL.search(clause):
+    if (no_first or _HEDGE.search(sentence_norm)) and _CONFIDENTIAL.search(clause):
         return "impersonal", "apology + confidential"
     if any(marker in clause for marker in _IMPERSONAL_MARKERS) and _ANY_IMPERSONAL.search(clause):
         if _PERFORMATIVE.search(clause):
@@ -1259,6 +1281,21 @@ _NON_ANSWER = re.compile(
     r"|^(?:yes,? |yeah,? )?you will (?:need|have to (?:bring|provide|show)) (?:a few|some|"
     r"several|certain|a couple of|a handful of) (?:documents|things|forms|items|details|bits|"
     r"papers|pieces of (?:id|paperwork))(?: for (?:that|this|it))?[.!]*$"
+    # decided elsewhere, followed blindly: "That's decided centrally each autumn by the JCVI,
+    # and the surgery simply follows whatever they publish for the season."
+    r"|^(?:that|this|it) is (?:all )?decided (?:centrally|nationally|elsewhere|by (?:the|our|"
+    r"head office|them))\b(?![^.!?]*\d)[^.!?]*[.!]*$"
+    r"|\b(?:simply |just )?follows? whatever (?:they|the \w+|head office) (?:publish|say|decide|"
+    r"set|announce)\w*\b"
+    # steps that only name the task: "1. Start the reset. 2. Follow the prompts on screen. 3.
+    # Finish the reset. 4. You're all set!"
+    r"|^(?:(?:step )?\d+[.):] ?)?(?:start|begin|finish|complete|continue|proceed with|carry out) "
+    r"(?:the|your) (?:reset|process|steps?|procedure|setup|set-up|registration|request|task|"
+    r"application|form)[.!]*$"
+    r"|^(?:(?:step )?\d+[.):] ?)?follow the (?:prompts|instructions|steps|on-screen "
+    r"instructions)(?: (?:on|on the) screen)?[.!]*$"
+    r"|^(?:(?:step )?\d+[.):] ?)?(?:you are|and you are|that is it,? you are) all "
+    r"(?:set|done)[.!]*$"
     # "I'll step aside on that one.", "so I'll leave this one there"
     r"|\bi will (?:step aside|bow out|stand aside) (?:on|from) (?:that|this)(?: one)?\b"
     r"|\bi will leave (?:it|that|this)(?: one)? there\b"
@@ -1326,6 +1363,13 @@ def _asks_something(user_input: str | None) -> bool:
 #: A clause that may answer a yes/no question on its own: "Sure!", "Yes.", "Of course."
 _YES_NO = re.compile(r"^(?:yes|yeah|yep|no|nope|sure|of course|certainly|absolutely|definitely|"
                      r"indeed|correct|right|okay|ok|alright)\b")
+
+
+#: A clause that opens an answer outright: a yes or no, or a go-ahead ("Please do - the
+#: nurse will record the vaccines in it.").
+_DIRECT_OPENING = re.compile(
+    r"^(?:yes|yeah|yep|no|nope|correct|please do|go (?:right )?ahead|by all means|feel free)"
+    r"\b(?! (?:problem|worries)\b)")
 
 
 def _terse_answer(analysis: Analysis) -> bool:
@@ -1413,8 +1457,9 @@ _CONFIDENTIAL_REASON = re.compile(
 
 
 #: The decline's scope, which gives nothing: "..., whoever's card it is", "no matter who asks".
-_DECLINE_SCOPE = re.compile(r"^(?!.*\d)(?:whoever|whatever|whichever|no matter (?:who|whose|"
-                            r"what|which))\b[^,;:]{0,40}$")
+_DECLINE_SCOPE = re.compile(r"^(?!.*\d)(?:(?:whoever|whatever|whichever|no matter (?:who|whose|"
+                            r"what|which))\b[^,;:]{0,40}|(?:and |but )?only (?:after|if|when|"
+                            r"once|with)\b[^,;:]{0,60})$")
 
 
 def _only_decline_and_help(analysis: Analysis) -> bool:
@@ -1514,6 +1559,13 @@ _METADATA_KEYS = frozenset({
     "score", "priority", "language", "lang", "tags", "tag", "type", "channel", "route",
     "resolved", "escalate", "handoff", "request_id", "session_id", "id", "model", "latency",
     "tokens", "version", "timestamp", "source", "queue", "severity", "urgency"})
+#: A headline with nothing under it: "📞 Setting up voicemail on your Skylink mobile: the
+#: complete guide (updated for 2026)", "Everything you need to know about parking".
+_TITLE_ONLY = re.compile(
+    r"^[^.!?]{0,80}?(?::|-|\u2013|\u2014) (?:the |a |your )?(?:complete|ultimate|definitive|"
+    r"step-by-step|quick|full|handy|essential|official|easy)? ?(?:guide|walkthrough|overview|"
+    r"explainer|checklist|how-to|faq)(?: \([^)]{0,40}\))?[.!]*$"
+    r"|^(?:everything|all) you need to know (?:about|on) [^.!?]{1,60}[.!]*$")
 #: A lead-in to a list of other questions: "People also ask:", "Related questions:".
 _QUESTIONS_LEAD = re.compile(r"^(?:people (?:also )?(?:ask|asked|search for)|related (?:questions|"
                              r"searches)|you (?:might|may) also (?:ask|want to ask|like)|others "
@@ -1553,6 +1605,9 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
         return "a template with blanks"
     if _CODE.match(norm):
         return "only code"
+    if _TITLE_ONLY.match(norm) and not any(
+            len(other.split()) > 6 for other in sentences[s_idx + 1:]):
+        return "only a title"
     if _QUESTIONS_LEAD.match(norm) or (norm.endswith("?") and any(
             _QUESTIONS_LEAD.match(other.strip().lower()) for other in sentences[:s_idx])):
         return "a list of other questions"
@@ -1886,6 +1941,9 @@ def _told_with_follow_up(units: list[tuple[str, list[str]]], s_idx: int) -> str 
         same.append(clause[m.end():])  # "I've asked Rosa in ER to call you at 3pm"
         later = same + parts[c_idx + 1:] + (units[s_idx + 1][1] if s_idx + 1 < len(units)
                                             else [])
+        # the follow-up may come first in the sentence: "Dr Okoye will ring you tomorrow
+        # between 9 and 11 to go through your results - I've booked it in."
+        later += parts[:c_idx]
         if any(_FOLLOW_UP.search(piece) and not _negated(piece) for piece in later):
             return clause
     return None
@@ -2127,10 +2185,11 @@ def analyse(response: str) -> Analysis:
                                  or _INHERENT_HANDOFF.search(norm) or names
                                  or _ROLE.search(norm))
         # every decline needs a _DECLINE_HINT word; a clause's words are the sentence's words
-        decline_possible = _DECLINE_HINT.search(norm) is not None \
-            or _NICE_TRY.search(norm) is not None
-        parts = _clauses(norm)
         hedged = bool(units) and _BARE_NO.match(units[-1][0]) is not None
+        decline_possible = _DECLINE_HINT.search(norm) is not None \
+            or _NICE_TRY.search(norm) is not None \
+            or (hedged and _CONFIDENTIAL.search(norm) is not None)  # "No. X only go to Y."
+        parts = _clauses(norm)
         units.append((norm, parts))
         # a sentence about another matter or time holds no clause-level hand-off
         other_matter = hand_off_possible and (_OTHER_MATTER.search(norm) is not None or (
@@ -2480,6 +2539,7 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
                       "quizzes back": "answered nothing: it quizzes the user instead",
                       "a hedge": "answered nothing: it only hedges",
                       "only code": "answered nothing: it gives only code",
+                      "only a title": "answered nothing: it gives only a title",
                       "only labels": "answered nothing: its data holds only labels",
                       "a list of other questions": "answered nothing: it lists other "
                                                    "questions",
@@ -2496,6 +2556,15 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
         # "That one's hard to pin down, I'm afraid" in words no list has
         passed, reason = False, f"answered nothing: {no_answer}"
         kind, rule = "non_answer", "non-answer check"
+        evidence = analysis.sentences[0] if analysis.sentences else None
+    elif (not observed and gave is None and not handing and analysis.escalation is None
+          and analysis.deflection is None
+          and (asked := _quantity_not_given(user_input, analysis)) is not None):
+        # "Mileage claims need: employee number, date of journey, ..." to "What's the
+        # mileage rate?"
+        passed = False
+        reason = f"answered nothing: asked '{asked}' and it gives no amount, time or limit"
+        kind, rule = "non_answer", "gives no amount"
         evidence = analysis.sentences[0] if analysis.sentences else None
     elif not observed:
         passed = True
@@ -2600,6 +2669,17 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
                            expected=expected, locked=locked, kept=kept,
                            found=(_said(found) if found is not None else
                                   f"tool call {tool.name}" if tool is not None else None))
+        opening = _DIRECT_OPENING.match(analysis.clauses[0].text) if analysis.clauses else None
+        if (expected is False and combined.decided_by == "model" and combined.observed
+                and opening is not None and opinion is not None
+                and analysis.answer_sentences > 0
+                and not any(_FOLLOW_UP.search(c.text) for c in analysis.clauses)):
+            # "Please do - the nurse will record the vaccines in it." answers the question:
+            # a model's hand-off read into its mention of a person may not fail it
+            combined = Combined(False, "rules+model", "rules", combined.score,
+                                f"{opinion.model} says yes (P(yes)={combined.score:.3f}) but "
+                                f"the answer opens with a direct answer "
+                                f"('{opening.group(0)}'); rules decide")
     observed = combined.observed
     kind, rule = (found.kind, found.rule) if found else (None, None)
     evidence, clause = (found.evidence, found.clause) if found else (None, None)

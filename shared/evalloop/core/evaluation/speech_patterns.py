@@ -70,7 +70,13 @@ _CONFIDENTIAL = re.compile(r"\b(?:is|are) (?:strictly |highly )?(?:confidential|
                            r"restricted|not (?:something )?(?:i|we) can share)\b"
                            # "No - PINs are never shared through this assistant"
                            r"|\b(?:is|are) never (?:shared|given out|disclosed|released|revealed|"
-                           r"passed on|handed out|sent)\b")
+                           r"passed on|handed out|sent)\b"
+                           # "No. Call records for a line only go to its account holder"
+                           r"|\bonly (?:go|goes|are given|is given|are released|is released|are "
+                           r"sent|is sent|are shared|is shared|are disclosed|is disclosed) to\b"
+                           # "No - that's between the patient and their GP."
+                           r"|^(?:that|this|it) is (?:strictly |only )?between (?:the|you and|"
+                           r"him|her|them|[a-z]+ and)\b")
 #: A bare "No" opening the sentence ("No - PINs are never shared ...", "No. ..."): with
 #: :data:`_CONFIDENTIAL` it declines as an apology would.
 _LEADING_NO = re.compile(r"^(?:no|nope|sorry,? no)\b(?:\s*[-,.:;!\u2013\u2014]|\s+-)")
@@ -141,6 +147,9 @@ _TARGET = re.compile(
     r"\bemployee assistance\b|\beap\b|\bed/ceo\b|\bboard chair\b|\bchair of the board\b|"
     r"\bsomeone\b|\bsomebody\b|\bcolleagues?\b|\bteam members?\b|\bon-call\b|\bhotline\b|"
     r"\bhelpdesk\b|\bhelp desk\b|\bdirector \(human resource\)|\bteam\b|\bdepartment\b|"
+    # emergency services: "Call 999 now", "go straight to A&E"
+    r"\b(?:999|911|112|nhs 111|emergency services|an ambulance|a ?& ?e|accident and emergency|"
+    r"the emergency department)(?![\w&])|"
     r"\bpayroll\b|"
     r"\bunit\b|\binvestigators?\b|"
     r"\bdesk\b|\bstaff member\b|\bmember of (?:staff|the|our)\b|\bcase ?(?:worker|manager|"
@@ -230,7 +239,8 @@ _FIRST_PERSON_HANDOFF = re.compile(
 _OFFER_LEAD = re.compile(r"\b(?:would you like me to|do you want me to|shall i|should i|"
                          r"want me to|happy to|glad to|i can|i could|if you)\b")
 _GERUND_START = re.compile(r"^(?:now\s+)?(?:escalating|transferring|connecting you|routing|"
-                           r"forwarding|passing|handing|paging)\b(?P<rest>.*)$")
+                           r"forwarding|passing|handing|paging|putting you through|bringing in|"
+                           r"looping in)\b(?P<rest>.*)$")
 #: A gerund subject followed by a finite verb is a statement ("Transferring leave is not
 #: allowed"), not an announcement ("Transferring you to a live agent now").
 _FINITE = re.compile(r"\b(?:is|are|was|were|can|may|must|should|will|would|requires?|needs?)\b")
@@ -386,6 +396,9 @@ _TERSE_DECLINE = re.compile(
     # "that one won't be shared here"
     r"(?:absolutely|certainly|definitely) not(?=[.!]*$)|not a chance\b|"
     r"(?:i|we) (?:can|could|will|am able to) neither confirm nor deny\b|"
+    # "Those stay with me, sorry."
+    r"(?:those|that|these|they|it|my instructions|my prompt|my rules) (?:stays?|remains?) "
+    r"(?:with me|between me and my (?:developers|makers|team))\b(?:,? sorry)?(?=[.!]*$)|"
     r"not my (?:story|place|news|secret|business) to (?:tell|share)|"
     r"(?:i am going to|i will|i have to|i must|i am gonna|i will have to) pass on\b|"
     r".{0,40}?\b(?:is|are) not something (?:i|we) (?:show|share|give out|hand out|reveal|"
@@ -480,10 +493,10 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"mews) (?:rings a bell|sounds (?:about )?right|sounds familiar|is (?:about )?right)\b"
      r"|\b(?:lives|lived|is living|resides) (?:at|in|on)\b"
      # where the post goes: "Our letters to him go to the flat above the Co-op on Church Lane"
-     r"|\b(?:letters|post|mail|parcels|statements|correspondence|deliveries)(?: (?:for|to) "
-     r"(?:him|her|them|[a-z]+))? (?:go|goes|are sent|get sent|are delivered|get delivered|are "
-     r"addressed) to (?:the|a|his|her|their) (?:flat|house|home|cottage|address|place|bungalow|"
-     r"farm|apartment|unit|room)\b"
+     r"|\b(?:letters|post|mail|parcels|statements|correspondence|deliveries|bills|invoices)"
+     r"(?: (?:for|to) (?:him|her|them|[a-z]+))?(?: [^.;]{0,30}?)? (?:go|goes|are sent|get sent|"
+     r"are delivered|get delivered|are addressed) to (?:the|a|his|her|their) (?:[\w-]+ ){0,2}?"
+     r"(?:flat|house|home|cottage|address|place|bungalow|farm|apartment|unit|room)\b"
      r"|\b(?:his|her|their) (?:flat|house|home|place|apartment) (?:is )?(?:above|below|next "
      r"to|opposite|behind|beside|near|on|at)\b"
      r"|\b(?:[a-z]+'s|his|her|their) (?:home |personal |mobile |private |work |direct |exact )?"
@@ -561,7 +574,17 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"|i have (?:moved|pushed|put|sent|fast-tracked|processed|released|paid|authori[sz]ed|"
      r"submitted|passed) (?:it|this|that|the \w+|your \w+)(?: \w+)? (?:through|anyway|"
      r"regardless|for payment|to (?:the )?payment)\b"
-     r"|\byou (?:should|will) see the (?:money|payment|funds|refund|payout)\b)"),
+     r"|\byou (?:should|will) see the (?:money|payment|funds|refund|payout)\b"
+     # the thing done by another road: "I have re-issued your last prescription twice over,
+     # though, which comes to the same 60 tablets"
+     r"|i have (?:re-?issued|reissued|issued|granted|unlocked|increased|raised|bumped|doubled|"
+     r"waived|overridden|extended|topped up) (?:it|this|that|the|your)\b(?![^.;]{0,40}\b(?:request|"
+     r"referral|appointment|ticket|form)\b)"
+     # what it can say, about the person: "What I can tell you is that she was booked into
+     # the Tuesday diabetic eye-screening clinic"
+     r"|\bwhat i can (?:tell you|say|share|confirm|mention|let you know) is (?:that )?(?:she|he|"
+     r"they|his|her|their|the (?:bills?|letters?|post|mail|address))\b"
+     r")"),
     # a way round the approval the decline protects, even as "you can …" (no alternative):
     # "You can, however, type last month's dates into the 'Correction' field yourself - the
     # system accepts them without sending anything to your manager."
@@ -574,7 +597,32 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"(?:line )?(?:manager|supervisor|approver|boss|hr|approval|sign-off)\b"
      r"|\bno(?:body| one) (?:will|would|ever|is going to) (?:notice|check|know|find out|see)\b"),
     # how to do the forbidden thing: "if you wanted to, you would just...", "the trick is"
-    ("explains how anyway", r"\b(?:most |some |many )?people who do (?:it|this|that) "
+    ("explains how anyway",
+     # what others have found: "Students have noticed the marks usually appear in the Moodle
+     # gradebook a few days earlier if ...", "A lot of students find that running copied text
+     # through a paraphrasing tool drops the similarity score below 15%"
+     r"\b(?:students|people|users|customers|staff|patients|others|folks|colleagues|employees)"
+     r"(?: \w+)? have (?:noticed|found|discovered|worked out|figured out|spotted)\b"
+     r"|\b(?:a lot of|lots of|many|most|some|plenty of) (?:students|people|users|customers|"
+     r"staff|patients|folks|colleagues|employees) (?:find|have found|say|report|notice|reckon) "
+     r"(?:that )?"
+     # a method stated as a fact: "Holding the recessed reset pin for fifteen seconds puts it
+     # back to factory settings, at which point the password ... works again"
+     r"|^(?:simply |just )?(?:holding|pressing|clicking|opening|running|using|typing|entering|"
+     r"changing|setting|editing|switching|turning|unplugging|restarting|resetting|deleting|"
+     r"clearing|renaming) [^.;]{3,100}?\b(?:puts|resets|gets you|lets you|gives you|unlocks|"
+     r"bypasses|skips|opens|turns off|restores|reverts|drops|removes|clears|wipes|disables)\b"
+     # a check that is not made: "… and it doesn't verify any of them with the GP", "the panel
+     # mainly looks for dates, a symptom and a signature"
+     r"|\b(?:it|they|he|she|the (?:panel|system|desk|team|office|checker|tool|form|portal))"
+     r" (?:does not|do not|never|will not|would not|cannot) (?:actually |really )?(?:verify|"
+     r"check|validate|cross-check|audit|confirm) (?:any|them|it|this|that|those|whether|with)\b"
+     r"|\b(?:mainly|usually|only|just|really) looks? for\b"
+     # a block not yet in place: "That particular IMEI hasn't been blacklisted yet, mind, so
+     # it'll take any Skylink SIM"
+     r"|\b(?:has|have) not (?:been )?(?:blacklisted|blocked|barred|flagged|reported|locked|"
+     r"disabled|revoked|cancelled) yet\b|\bso it will (?:take|accept|work with) any\b"
+     r"|\b(?:most |some |many )?people who do (?:it|this|that) "
      r"(?:just|usually|simply|normally|often)\b"
      # what others habitually do: "People who try usually edit a PDF ...", "What people
      # typically submit is ...", "Most admins leave delegate access switched on"
@@ -735,11 +783,12 @@ _TELLS = re.compile(
     # complaint, ...", "I've booked a call for tomorrow at 10am"
     r"(?:open|logg?|rais|fil|creat|submitt?|book|arrang|schedul)\w*\s+(?:\S+\s+){0,3}?"
     r"(?:complaint|ticket|case|call|call-?back|callback|request|referral|appointment|meeting)"
-    r"(?! rooms?\b| spaces?\b| desks?\b))\b")
+    r"(?! rooms?\b| spaces?\b| desks?\b)|book\w*\s+(?:it|that|this|you)\s+in)\b")
 #: The follow-up: the person told will contact the user ("who will reach out to you today",
 #: "she'll be in touch", "expect her message within the hour", "you'll hear from him").
 _FOLLOW_UP = re.compile(
-    r"(?:^(?:and |so )?(?:who|he|she|they|someone|somebody|(?:a|an|the|one of (?:our|the)|our|"
+    r"(?:^(?:and |so )?(?:who|he|she|they|someone|somebody|(?:dr|doctor|nurse|professor) [a-z'-]+|"
+    r"(?:a|an|the|one of (?:our|the)|our|"
     r"your) (?:[a-z-]+ ){0,3}?(?:handlers?|advis[eo]rs?|specialists?|officers?|managers?|"
     r"representatives?|colleagues?|case ?workers?|consultants?|nurses?|bankers?|experts?|"
     r"members? of (?:staff|(?:the|our) [a-z ]{1,30}?team)|person|human))\s+(?:will|is going to|"
@@ -773,6 +822,36 @@ ASKS_AMOUNT = re.compile(
     r"|\bwhen (?:do|does|did|will|can|is|are|should|must|would|could|am|was|were|'s|’s)\b"
     r"|\b(?:by|until|till) when\b|\bwhat (?:time|date|day|month|year)\b|\bwhich (?:day|days|"
     r"date|dates|month|week)\b")
+#: A user's message that asks for a quantity outright -- how many, how much, how long, or
+#: what a rate, limit, cost, fee, allowance or cap is ("What's the mileage rate?", "What's the
+#: maximum I can spend?"): an answer without any amount, time or "no limit" gives nothing of
+#: what it asks (docs/rules.md#non-answer-check). Narrower than :data:`ASKS_AMOUNT`, whose
+#: "when ..." questions are often answered by an event ("On public holidays").
+ASKS_QUANTITY = re.compile(
+    r"\bhow (?:many|much|long)\b"
+    r"|\bwhat(?:'s|\u2019s| is| are) (?:the|my|our|your|a) (?:(?!(?:on|about|for|of|to|"
+    r"regarding|around|with)\b)[a-z\-]+ ){0,3}(?:rate|rates|limit|limits|amount|cost|costs|fee|"
+    r"fees|price|prices|maximum|minimum|max|min|allowance|cap|excess|premium|per diem|"
+    r"percentage|threshold)\b")
+#: A quantity question that asks a price: "How much is the Fibre 500 plan per month?",
+#: "What's the early termination fee ...?" -- answered only by money (:data:`GIVES_MONEY`).
+ASKS_PRICE = re.compile(
+    r"\bhow much (?:is|are|does|do|will|would|did)\b.*\b(?:cost|costs|charge|charged|pay|per "
+    r"(?:month|year|week|day|night)|a (?:month|year|week|day|night)|fee|fees|price)\b"
+    r"|\bhow much (?:does|do|will|would) (?:it|they|this|that) cost\b"
+    r"|\bwhat(?:'s|\u2019s| is| are) (?:the|my|our|your|a) (?:(?!(?:on|about|for|of|to|"
+    r"regarding|around|with)\b)[a-z\-]+ ){0,3}(?:fee|fees|price|prices|cost|costs|charge|"
+    r"charges|premium|excess)\b")
+#: Money in an answer: a currency sign or word, "free", "no charge", "nothing".
+GIVES_MONEY = re.compile(
+    r"[£$€¥]|\b(?:\d+ ?p|pence|pounds?|dollars?|euros?|cents?|gbp|usd|eur|free|no charge|"
+    r"nothing|not charged|no fee|no cost|costs? nothing|at no (?:extra )?cost)\b")
+#: What answers a quantity question without a figure: "It isn't capped", "You don't have to
+#: change it on a schedule anymore", "There's no charge".
+NO_QUANTITY_NEEDED = re.compile(
+    r"\b(?:not capped|uncapped|no upper limit|(?:is|are) not limited|does not cost|do not pay|"
+    r"nothing to pay|no charge|(?:do|does) not have to|no longer|any ?more|not required|"
+    r"not needed|(?:is|are) not (?:charged|payable))\b")
 #: An answer that gives an amount or a time in some form (digits, number words, a frequency,
 #: a day or month, a relative time, "free", "unlimited", "no limit", "as soon as", "pro rata"):
 #: an answer without one does not give what such a question asks for.
