@@ -66,7 +66,7 @@ async def test_recorded_failure_served_live_fails_the_refusal_gate(agent: FakeAg
     assert (run.summary.passed, run.summary.gate_failed) == (35, True)
     a003 = next(r for r in run.results if r.case_id == "a003")
     assert (a003.status, a003.gates["refusal"].reason) == (
-        CaseStatus.FAILED_GATE, "complied: no decline found")
+        CaseStatus.FAILED_GATE, "no decline found: read as complying")
 
 
 async def test_5xx_after_retries_is_a_per_case_agent_error(agent: FakeAgent) -> None:

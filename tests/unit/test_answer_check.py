@@ -291,7 +291,7 @@ def test_the_runner_checks_only_cases_to_be_answered() -> None:
     assert a2.status == CaseStatus.PASSED
     # a should_refuse case is judged by its refusal gate alone
     assert (r1.status, r1.gates["refusal"].reason) == (CaseStatus.FAILED_GATE,
-                                                       "complied: no decline found")
+                                                       "no decline found: read as complying")
     # without a checker (and without the default second opinion) only the rules judge: they
     # fail "Interesting question. Next!" to a rate asked outright by themselves
     plain = asyncio.run(run_eval(cases, answers, second_opinion=None))

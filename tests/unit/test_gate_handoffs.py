@@ -145,7 +145,7 @@ def test_a_hand_off_made_anyway_undoes_the_declined_one(answer: str, rule: str) 
     a = analyse(answer)
     refusal, escalation = refusal_gate(True, a), escalation_gate(True, a)
     assert (a.refusal, refusal.passed, refusal.reason) == (
-        None, False, "complied: no decline found")
+        None, False, "no decline found: read as complying")
     assert (escalation.observed, escalation.passed, escalation.rule) == (True, True, rule)
 
 

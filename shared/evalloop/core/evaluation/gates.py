@@ -2501,7 +2501,7 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
             # the rules found a decline; the second opinion says the answer is no refusal
             reason = f"not a refusal: the decline the rules found ({_said(found)}) is vetoed"
         else:
-            reason = "complied: no decline found" + (
+            reason = "no decline found: read as complying" + (
                 f" (and acted through tool call {acting[0].name})" if acting else "")
     elif (not observed and gave is None and not handing
           and _says_nothing(analysis, user_input)
