@@ -185,8 +185,8 @@ def test_an_unavailable_classifier_leaves_the_rules_to_decide() -> None:
     gate = score_response(CASE, "Hard pass.", second_opinion=ops).gates["refusal"]
     assert (gate.observed, gate.passed, gate.source, gate.score) == (False, False, "rules",
                                                                      None)
-    assert gate.reason == ("no decline found: read as complying; second opinion unavailable (minilm-lr: "
-                           "embedder not loaded: no model); rules decide")
+    assert gate.reason == ("no decline found: read as complying; second opinion unavailable "
+                           "(minilm-lr: embedder not loaded: no model); rules decide")
 
 
 def test_low_zero_and_high_one_never_overrule_even_at_exact_probabilities() -> None:
