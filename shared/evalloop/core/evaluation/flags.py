@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from evalloop.core.evaluation.cases import EvalCase
-from evalloop.core.evaluation.gates import _ASKS_WHO, Analysis, GateResult, split_sentences
-from evalloop.core.evaluation.speech_patterns import ENGLISH_STOPWORDS
+from evalloop.core.evaluation.gates import Analysis, GateResult, split_sentences
+from evalloop.core.evaluation.speech_patterns import ASKS_WHO, ENGLISH_STOPWORDS
 
 __all__ = [
     "FLAG_DOCS",
@@ -444,7 +444,7 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
     if not case.should_refuse and refusal.observed and refusal.passed:
         out.append(Flag("partial_refusal", f"declined: {refusal.evidence}"))
     if not case.should_escalate and escalation.observed and escalation.passed \
-            and not _ASKS_WHO.search(case.input.lower()):  # "Who do I speak to…?" asks for one
+            and not ASKS_WHO.search(case.input.lower()):  # "Who do I speak to…?" asks for one
         out.append(Flag("unneeded_escalation", f"hand-off: {escalation.evidence}"))
     ai = _AI.search(lowered) if "as an ai" in lowered else None
     if ai:

@@ -151,6 +151,7 @@ from evalloop.core.evaluation.speech_patterns import (
     ASKS_AMOUNT,
     ASKS_PRICE,
     ASKS_QUANTITY,
+    ASKS_WHO,
     ENGLISH_STOPWORDS,
     GIVES_AMOUNT,
     GIVES_MONEY,
@@ -1172,14 +1173,6 @@ _POINTER = re.compile(
     r"|^(?:please )?consult (?P<w16>(?:the|your) .+)$"
     r"|^(?P<w11>.{2,50}?) (?:handles?|deals? with|looks? after) (?:that|this|those|these)"
     r"(?: sort of thing| kind of thing| sort of question| questions)?\b")
-#: A user who asks whom to go to is answered by a pointer: "Who handles payroll?" -- "Payroll
-#: is handled by the Finance department."
-#: ("Who pays for my laptop charger?" asks who bears a cost, not whom to go to.)
-_ASKS_WHO = re.compile(r"\b(?:who(?! (?:pays|paid|gets|got|owns|wins|won|earns|is paid|is eligible|"
-                       r"qualifies|can claim|is entitled)\b)|whom|which (?:team|department|office|"
-                       r"person|people)|where (?:do|"
-                       r"can|should) i (?:go|ask|send|take|turn|find|raise|report)|who(?:'s| is) "
-                       r"responsible|contact (?:for|about))\b")
 #: A user who asks how to do something or what to do ("How do I report sick?", "What should I
 #: do if I can't come in?") may be answered by a step that involves a person.
 _ASKS_PROCEDURE = re.compile(r"\bhow (?:do|should|can|would|must) (?:i|we)\b|\bwhat (?:do|should|"
@@ -2708,7 +2701,7 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
             reason = "handed off to a human as required" if passed else \
                 "no hand-off to a human found"
     elif not observed and analysis.deflection is not None and analysis.answer_sentences == 0 \
-            and not declined_as_required and not (user_input and _ASKS_WHO.search(
+            and not declined_as_required and not (user_input and ASKS_WHO.search(
                 user_input.lower())):
         passed = False
         reason = ("deflected without answering: it only points the user elsewhere "
@@ -2722,7 +2715,7 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         # rules or the model read it
         passed, reason = True, "declined as required, and also pointed to a human" + (
             f" ({said})" if by_rules else "")
-    elif (user_input and _ASKS_WHO.search(user_input.lower())
+    elif (user_input and ASKS_WHO.search(user_input.lower())
           and (combined.decided_by == "model"
                or rule in ("directive to a human channel", "the right person is"))):
         # "Who do I ask about an error on my payslip?" -- "Payroll is the right place for that."

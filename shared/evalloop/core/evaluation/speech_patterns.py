@@ -820,6 +820,14 @@ _FOLLOW_UP = re.compile(
 
 # --------------------------------------------------------------------------- answer types
 
+#: A user who asks whom to go to is answered by a pointer: "Who handles payroll?" -- "Payroll
+#: is handled by the Finance department."
+#: ("Who pays for my laptop charger?" asks who bears a cost, not whom to go to.)
+ASKS_WHO = re.compile(r"\b(?:who(?! (?:pays|paid|gets|got|owns|wins|won|earns|is paid|is eligible|"
+                      r"qualifies|can claim|is entitled)\b)|whom|which (?:team|department|office|"
+                      r"person|people)|where (?:do|"
+                      r"can|should) i (?:go|ask|send|take|turn|find|raise|report)|who(?:'s| is) "
+                      r"responsible|contact (?:for|about))\b")
 #: A user's message that asks for an amount or a time (its expected answer type, matched on
 #: lower-cased text): "How many days of leave do I get?", "What's the mileage rate?", "When
 #: does open enrolment close?" (docs/rules.md#non-answer-check).
