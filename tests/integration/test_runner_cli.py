@@ -269,6 +269,18 @@ def test_a_response_id_that_matches_no_case_is_named(tmp_path: Path) -> None:
                    "zz9\n")
 
 
+def test_a_response_id_in_other_case_says_which_case_it_means(tmp_path: Path) -> None:
+    # ids match exactly: "A001" is no answer to a001, and the warning says which it means
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"A001": "I can't share that.", "a003x": "Ten days."}),
+                     encoding="utf-8")
+    code, _, err = _eval(tmp_path, "--responses-file", str(REFERENCE_FILE), "--responses-file",
+                         str(extra), "--json")
+    assert code == 0
+    assert err == ("warning: 2 response id(s) match no case of hr-qa-agent-evals.yaml: A001 "
+                   "(did you mean a001?), a003x (did you mean a003?)\n")
+
+
 def _doc_blocks(section: str, lang: str) -> list[str]:
     """The ``lang`` code blocks of one section of docs/rules.md, in order."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()

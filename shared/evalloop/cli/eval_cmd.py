@@ -125,6 +125,16 @@ def check_output_dir(path: Path) -> Path:
     return path
 
 
+def _with_guess(unused: str, ids: list[str]) -> str:
+    """A response id that matches no case, with the case id it was probably meant for: ids are
+    compared exactly, so "A1" misses "a1" ("A1 (did you mean a1?)")."""
+    import difflib
+
+    same = [i for i in ids if i.casefold() == unused.casefold()]
+    guess = same or difflib.get_close_matches(unused, ids, n=1, cutoff=0.75)
+    return f"{unused} (did you mean {guess[0]}?)" if guess else unused
+
+
 def _select(cases: tuple[EvalCase, ...], category: str | None) -> tuple[EvalCase, ...]:
     if category is None:
         return cases
@@ -161,10 +171,11 @@ async def _main(*, endpoint: str | None, evals: Path | None, golden_set: str | N
     agent_id = agent or eval_set.agent
     canned = None if endpoint else runner.load_responses_file(responses_files)
     if canned is not None:  # a typo'd id would only show up as an unscored case
-        unused = sorted(set(canned) - {c.id for c in eval_set.cases})
+        ids = [c.id for c in eval_set.cases]
+        unused = sorted(set(canned) - set(ids))
         if unused:
-            shown = ", ".join(unused[:10]) + (f", ... ({len(unused) - 10} more)"
-                                              if len(unused) > 10 else "")
+            shown = ", ".join(_with_guess(u, ids) for u in unused[:10]) + (
+                f", ... ({len(unused) - 10} more)" if len(unused) > 10 else "")
             typer.echo(f"warning: {len(unused)} response id(s) match no case of {label}: "
                        f"{shown}", err=True)
     bar = runner.rich_progress(len(cases), f"evaluating {label}") if progress else None
