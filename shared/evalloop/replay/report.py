@@ -164,7 +164,8 @@ def _jobs(report: DemoReport, console: Console) -> None:
     if report.baseline is not None:
         b = report.baseline
         console.print(f"[bold]baseline[/] run {str(b.get('run_id'))[:8]} ({b.get('agent_config')},"
-                      f" {b.get('judged')} answers judged), pinned before the replay"
+                      f" {b.get('judged')} answer{'' if b.get('judged') == 1 else 's'} judged),"
+                      " pinned before the replay"
                       if b.get("run_id") else f"[bold]baseline[/] none: {b.get('why')}")
     for job in report.jobs:
         console.print(f"[bold]why[/] {str(job.job_id)[:8]}: {job.reason}")
