@@ -264,7 +264,7 @@ async def test_eval_run_against_a_stored_golden_set_is_stored_and_pinned(
         _cli, "eval", "run", "--golden-set", "hr-qa-agent", "--responses-file", str(REFERENCE),
         "--output-dir", str(tmp_path), "--db", db_dsn, "--no-progress")
     assert code == 0
-    assert "passed 35/35 scored" in out and "unscored: 1" in out
+    assert "passed 35/35 (100.0%), 1 unscored" in out and "unscored: 1" in out
 
 
 async def test_golden_list_json_lines_are_the_stored_rows(db_dsn: str, pool: asyncpg.Pool
