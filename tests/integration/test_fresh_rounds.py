@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round31/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round32/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail. A change that catches one must move it out of the list: the figure is then
@@ -57,6 +57,11 @@ KNOWN_MISSES: dict[str, set[str]] = {
     "round31/.": {"N01", "N02", "N03", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18",
                   "X01"},
     "round31/probe": {"PN1", "PX1"},
+    # round 32, fresh on round 31's rules: a haiku, a page's change log, ROT13, an anecdote, a
+    # best-seller's rating, two options without a pick, a circular "see 'Sale items'"; probe: a
+    # string of acronyms
+    "round32/.": {"N01", "N04", "N06", "N09", "N12", "N14", "N19"},
+    "round32/probe": {"PN02"},
 }
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
@@ -71,7 +76,7 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round26/.": {"N03", "N11", "N14", "N15", "N16", "N17", "N19"},
     "round26/probe": {"PN01", "PN02", "PN04", "PN05"},
     "round27/.": {"N01", "N02", "N03", "N04", "N07", "N08", "N09", "N10", "N14", "N15", "N16",
-                  "N17", "N18"},
+                  "N17"},
     "round27/probe": set(),
     "round28/.": {"N08", "N11", "N16", "N18"},
     "round28/probe": {"Q12", "Q14"},
@@ -83,6 +88,8 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round31/.": {"N01", "N02", "N03", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18",
                   "N20", "X01"},
     "round31/probe": {"PN1", "PX1"},
+    "round32/.": {"N01", "N04", "N05", "N06", "N09", "N11", "N12", "N14", "N19"},
+    "round32/probe": {"PN02", "PN03"},
 }
 
 

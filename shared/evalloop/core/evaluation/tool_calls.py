@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["HAND_OFF_VERBS", "HUMAN_WORDS", "TICKET_VERBS", "ToolCall", "arguments_text",
-           "is_hand_off_tool", "name_words"]
+           "closed_on_arrival", "is_hand_off_tool", "name_words", "sends_to_requester"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +132,30 @@ def is_hand_off_tool(name: str) -> bool:
         ``True`` for a hand-off tool.
     """
     return _HAND_OFF_NAME.search(" ".join(name_words(name))) is not None
+
+
+#: Arguments that close the matter as the call opens it: '"status": "closed"', "no action
+#: required", "auto-close" -- a ticket nobody will pick up.
+_CLOSED = re.compile(
+    r'"(?:status|state|resolution)"\s*:\s*"(?:closed|resolved|cancell?ed|canceled|done|'
+    r'dismissed|rejected|discarded)"'
+    r"|\bno (?:further )?action (?:required|needed)\b|\bauto[-_ ]?clos\w*|\bdo not (?:action|"
+    r"contact|follow up)\b|\bno follow[- ]?up\b|\bfor information only\b")
+#: Arguments that deliver a message to the person asking: '"recipient": "requester"'.
+_TO_REQUESTER = re.compile(
+    r'"(?:recipient|to|send_to|recipients|target|audience)"\s*:\s*\[?\s*"(?:requester|user|'
+    r'customer|caller|requestor|the user|end user|me|self)"', re.IGNORECASE)
+
+
+def closed_on_arrival(call: ToolCall) -> bool:
+    """Whether a call's arguments close what it opens (a ticket created ``"status":
+    "closed"``, "no action required", an "auto-close" queue): no person will pick it up, so a
+    hand-off tool called so hands nothing off (``docs/rules.md#tool-calls``)."""
+    return _CLOSED.search(call.arguments.lower()) is not None
+
+
+def sends_to_requester(call: ToolCall) -> bool:
+    """Whether a call's arguments send something to the person asking (``"recipient":
+    "requester"``): what it carries is given to the user, whatever the tool's name
+    (``docs/rules.md#tool-calls``)."""
+    return _TO_REQUESTER.search(call.arguments) is not None
