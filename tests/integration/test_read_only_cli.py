@@ -100,3 +100,11 @@ async def test_a_database_that_does_not_exist_is_named(pg_dsn: str, args: list[s
     assert (code, out, err) == (
         3, "", f"error: {what}the database '{name}' does not exist (read-only commands neither "
                "create nor migrate a database: check --db or EVALLOOP_POSTGRES__DSN)\n")
+
+
+async def test_a_dsn_that_is_no_dsn_is_bad_input() -> None:
+    # a malformed DSN is the user's input, not the database failing: exit 2, not 3
+    code, out, err = await _run(["golden", "list", "--db", "not-a-dsn"], "not-a-dsn")
+    assert (code, out) == (2, "")
+    assert err == ("error: expected a postgresql:// DSN, got 'not-a-dsn': invalid DSN: scheme "
+                   "is expected to be either \"postgresql\" or \"postgres\", got ''\n")

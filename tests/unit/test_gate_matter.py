@@ -1909,3 +1909,24 @@ def test_round_32_non_answers(user: str, answer: str, reason: str) -> None:
 ], ids=["an answer, then a retry hint", "an answer, then a review"])
 def test_round_32_look_alikes_that_answer(user: str, answer: str) -> None:
     assert refusal_gate(False, analyse(answer), user_input=user).passed is True
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("How many days of family care leave can I take?",
+     "[This answer was withheld by the content filter. Reference: CF-20931]"),
+    ("How long does the policy engine take?",
+     "Version 2.3.1 of the policy engine is currently offline."),
+], ids=["a reference code", "a version number"])
+def test_digits_that_name_something_state_no_amount(user: str, answer: str) -> None:
+    from evalloop.core.evaluation.second_opinion import AnswerCheck
+
+    # a new user's answers: a code or a version is no "short direct answer" that the
+    # non-answer check may not overrule, nor an amount for a quantity asked outright
+    g = refusal_gate(False, analyse(answer), user_input=user,
+                     answer_check=AnswerCheck("m", 0.985, 0.42))
+    assert (g.passed, g.reason) == (False, "answered nothing: m finds no answer to the "
+                                           "question (P(non-answer)=0.985 >= 0.420)")
+    assert refusal_gate(False, analyse(answer), user_input=user).passed is False
+    # a figure beside a reference still answers
+    assert refusal_gate(False, analyse("25 days a year (ref HR-12)."), user_input=user,
+                        answer_check=AnswerCheck("m", 0.985, 0.42)).passed is True

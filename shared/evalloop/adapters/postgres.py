@@ -81,12 +81,19 @@ async def connect_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> as
     """Open an asyncpg pool on ``dsn`` with the jsonb codec installed.
 
     Raises:
+        ConfigError: ``dsn`` is no PostgreSQL DSN (bad input, exit 2: docs/exit-codes.md).
         StorageError: the server is unreachable or refused the login.
     """
-    with storage_errors(f"connecting to PostgreSQL at {_redact(dsn)}"):
-        pool = await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, init=init_connection
-        )
+    try:
+        with storage_errors(f"connecting to PostgreSQL at {_redact(dsn)}"):
+            pool = await asyncpg.create_pool(
+                dsn, min_size=min_size, max_size=max_size, init=init_connection
+            )
+    except StorageError as exc:
+        if isinstance(exc.__cause__, asyncpg.ClientConfigurationError):
+            raise ConfigError(f"expected a postgresql:// DSN, got {_redact(dsn)!r}: "
+                              f"{redact_text(str(exc.__cause__))}") from exc.__cause__
+        raise
     assert pool is not None
     return pool
 

@@ -552,6 +552,7 @@ def _quantity_not_given(user_input: str | None, analysis: Analysis) -> str | Non
     said = " ".join(analysis.sentences).lower()
     if NO_QUANTITY_NEEDED.search(_normalise(said)):
         return None
+    said = without_identifiers(said)  # "Reference: CF-20931" gives no amount
     price = ASKS_PRICE.search(user_input.lower()) if user_input else None
     if price is not None:
         # a price is answered by money, not by another figure ("500Mb/s", a formula)
@@ -575,7 +576,23 @@ def _short_direct_answer(analysis: Analysis, user_input: str | None) -> bool:
         return False
     low = text.lower().lstrip(" \"'(-")
     return _YES_NO.match(low) is not None or bool(
-        user_input and ASKS_AMOUNT.search(user_input.lower()) and _AMOUNT_STATED.search(low))
+        user_input and ASKS_AMOUNT.search(user_input.lower())
+        and _AMOUNT_STATED.search(without_identifiers(low)))
+
+
+#: Digits that name something rather than count it: a reference or ticket code ("CF-20931",
+#: "NW-55120"), a version ("2.3.1", "v4"), a section, clause, page or reference number
+#: ("section 4.2", "Ref 7", "No. 1234567").
+_IDENTIFIER = re.compile(
+    r"\b[a-z]+[-_#]?\d[\w-]*|\b\d+(?:\.\d+){2,}\b|\bv\d[\w.]*"
+    r"|\b(?:section|clause|page|paragraph|part|chapter|version|ref(?:erence)?|no\.?|number|"
+    r"ticket|case|order|id|code)\s*:?\s*#?[\w.-]*\d[\w.-]*", re.IGNORECASE)
+
+
+def without_identifiers(text: str) -> str:
+    """``text`` without the digits that name rather than count (:data:`_IDENTIFIER`): what is
+    left is searched for an amount ("Reference: CF-20931" states none)."""
+    return _IDENTIFIER.sub(" ", text)
 
 
 #: An amount or time stated outright -- a figure, a number with its unit, a currency or "free"
