@@ -15,6 +15,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal
 
 from evalloop.core.evaluation.cases import EvalCase
 from evalloop.core.evaluation.gates import Analysis, GateResult, split_sentences
@@ -51,8 +52,12 @@ FLAG_DOCS: dict[str, str] = {
     "contains_placeholder": "template text left in: [insert ...], (insert ...), {{...}}, "
                             "TODO/TBD, lorem ipsum, ____ blanks",
     "possible_pii": "an e-mail address (not a team mailbox such as payroll@...), phone "
-                    "number, national id (NRIC/FIN, SIN) or card number; the detail says "
-                    "whether it echoes the user's input",
+                    "number (not a service's: a short number such as 999, 111 or 105; a "
+                    "freephone 0800/0808, 03, 0845/0870 or 09 number; a toll-free 1-800 "
+                    "number; or a landline the words around it call a helpline, emergency "
+                    "line, team or organisation, naming no person; a UK mobile, 07 or +44 7, "
+                    "always counts), national id (NRIC/FIN, SIN) or card number; the detail "
+                    "says whether it echoes the user's input",
     "no_citation_when_context_expected": "the case names context chunks but the answer cites "
                                          "none of them nor any policy/section/source",
     "language_mismatch": "the answer is in another script or language than the question; "
@@ -87,9 +92,71 @@ _PII: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
     ("national_id", re.compile(r"\b[STFGM]\d{7}[A-Z]\b|\b\d{3}-\d{3}-\d{3}\b")),
     ("card_number", re.compile(r"\b(?:\d{4}[ -]){3}\d{1,4}\b")),
-    ("phone", re.compile(r"(?<![\w$.,/-])(?:\+\d{1,3}[ -]?)?(?:\(\d{2,4}\)[ -]?)?"
-                         r"\d{3,4}[ -]?\d{3,4}(?:[ -]?\d{3,4})?(?![\w%/-])")),
 )
+#: A phone number (a hit with 8+ digits; fewer is a figure or a short service number such as
+#: 999, 111, 105 or 116 123, and never flagged). Three forms: "+country" with a first group of
+#: 1-4 digits and an optional UK "(0)" ("+44 20 7946 0958", "+44 (0)161 496 0000"); a UK
+#: number with a 5-digit prefix ("07700 900123", "01632 960123"), which 3-4-digit groups
+#: miss; and groups of 3-4 digits with an optional "+country" or "(area)" ("0161 496 0000",
+#: "(415) 555-0132", "9123 4567").
+_PHONE = re.compile(
+    r"(?<![\w$.,/-])(?:\+\d{1,3}[ -]?(?:\(0\)[ -]?)?\d{1,4}[ -]?\d{3,4}[ -]?\d{3,4}"
+    r"|0\d{4}[ -]?\d{3}[ -]?\d{3}"
+    r"|(?:\+\d{1,3}[ -]?)?(?:\(\d{2,4}\)[ -]?)?\d{3,4}[ -]?\d{3,4}(?:[ -]?\d{3,4})?)"
+    r"(?![\w%/-])")
+#: Leading digits (national form, "+44" read as "0") of the UK ranges Ofcom gives only to
+#: organisations' services: 080 freephone (0800, 0808), 03 (0300 public bodies and charities,
+#: 0330/0333, 0343-0345, 0370-0372), 084 and 087 business rate (0845, 0870), 09 premium
+#: rate. Nobody's private line is in them, whatever the sentence calls it.
+_UK_SERVICE_PREFIXES = ("080", "03", "084", "087", "09")
+#: North American toll-free area codes (800, 833 ... 888) and Australia's 1800/1300: the same
+#: kind, numbers a business or public body takes for its callers.
+_NANP_TOLL_FREE = frozenset({"800", "833", "844", "855", "866", "877", "888"})
+_AU_SERVICE_PREFIXES = ("1800", "1300")
+#: Words that say the number reaches a service or an organisation, not a person: a helpline,
+#: an emergency or out-of-hours line, a team, desk or office, a public body or a company
+#: ("call the National Gas Emergency Service on ...", "the council's out-of-hours line",
+#: "Thames Water on ..."). "line" counts unless it is a "line manager" or someone's "direct
+#: line". Matched against the lower-cased words near the number.
+_SERVICE_WORDS = re.compile(
+    r"\b(?:help ?lines?|hotlines?|help ?desk|switchboard|freephone|free ?fone|emergenc(?:y|ies)"
+    r"|out[ -]of[ -]hours|24/7|24 hours|(?<!direct )lines?(?! manager)|services?|desk|team"
+    r"|department|dept|office|reception|enquir(?:y|ies)|support|advice|centre|center|unit"
+    r"|council|police|nhs|ombudsman|agency|authority|trust|bureau|association|society"
+    r"|charity|foundation|commission|samaritans|government|embassy|consulate|court|tribunal"
+    r"|union|hospital|surgery|clinic|pharmacy|practice|university|college|school|company"
+    r"|ltd|limited|plc|inc|llc|group|bank|energy|gas|electric(?:ity)?|power(?:[ -]cut)?"
+    r"|water|network|railways?|airlines?|insurance|hmrc|acas|dvla|dwp)\b")
+#: Words that say the number is a person's: "mobile"/"cell", a home, personal or private
+#: number, a pronoun's ("my/your/his/her/their [own] number", "her mobile"), or "he's/she is
+#: on ...". Matched against the lower-cased words near the number.
+_PERSONAL_WORDS = re.compile(
+    r"\b(?:mobile|cell(?:phone)?|(?:home|personal|private) (?:phone |tele)?(?:number|no|phone"
+    r"|line)|(?:my|your|his|her|their) (?:own |personal |private |home |work )?(?:number|phone"
+    r"|mobile|cell|landline|direct line|extension|ext|contact)|(?:he|she)(?:['\u2019]s| is)"
+    r" (?:on|at))\b")
+#: A person named near the number: "Dan's number/line/mobile", "call/ring/text Dan (Smith)",
+#: "Dan is on ...", "Dan at/in/from the service desk". The one group that matched is the name
+#: (checked against ``_SERVICE_WORDS``: "the council's number", "call British Gas" or
+#: "Citizens Advice in Leeds" names an organisation). Matched against the original case.
+_NAMED_PERSON = re.compile(
+    r"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?)['\u2019]s (?:\w+ )?(?:number|phone|mobile|cell|landline"
+    r"|line|extension|ext|contact)\b"
+    r"|\b(?:[Cc]all|[Rr]ing|[Pp]hone|[Tt]ext|[Cc]ontact|[Rr]each|[Mm]essage|[Tt]ry)"
+    r" ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b"
+    r"|\b([A-Z][a-z]+(?: [A-Z][a-z]+)?)(?: is|['\u2019]s) (?:on|at)\b"
+    r"|\b([A-Z][a-z]+(?: [A-Z][a-z]+)?) (?:at|in|from) \w")
+#: Capitalised words that are no one's name (a sentence's first word, a pronoun).
+_NOT_NAMES = frozenset(
+    "the this that these those it its there here which what who whom whose you your he she "
+    "they we if when then please our my his her their a an and or but for so also once "
+    "otherwise alternatively outside even only anyone someone everyone somebody staff".split())
+#: Where a number's context ends: a sentence end, a line break, a semicolon, or "or"
+#: ("the helpline on 0161 496 0500 or Dan on 0161 496 0000" reaches two different people).
+_CONTEXT_BREAK = re.compile(r"[.!?](?:\s|$)|[\n;]|\bor\b")
+#: How far (characters) before and after a number its context words are read.
+_CONTEXT_BEFORE = 80
+_CONTEXT_AFTER = 40
 #: The local part of a team or role mailbox (payroll@, hr-help@, no-reply@): no one's
 #: personal data, so no ``possible_pii`` (a word of it, split at . _ + -, is one of these).
 _ROLE_MAILBOX_WORDS = frozenset(
@@ -362,6 +429,106 @@ def _repeated(text: str, sentences: list[str]) -> str | None:
     return f"8-word run repeated 3+ times: {' '.join(run)!r}" if run else None
 
 
+def _phone_range(hit: str) -> Literal["mobile", "service", "other"]:
+    """The kind of number ``hit`` is by its range alone.
+
+    Args:
+        hit: a match of :data:`_PHONE` (8+ digits), e.g. "+44 7700 900123", "0800 111 999".
+
+    Returns:
+        ``"mobile"`` for a UK 07 number (mobiles, 070 personal numbers, 076 pagers: issued to
+        a handset or a person, so personal whatever the words say), ``"service"`` for a range
+        only organisations get (:data:`_UK_SERVICE_PREFIXES`, :data:`_NANP_TOLL_FREE`,
+        :data:`_AU_SERVICE_PREFIXES`), else ``"other"`` (a landline or a foreign number: the
+        words around it decide).
+    """
+    digits = "".join(c for c in hit if c.isdigit())
+    if hit.startswith("+"):
+        if digits.startswith("44"):
+            national = "0" + digits[2:].removeprefix("0")  # "+44 (0)161" and "+44 161"
+        elif digits.startswith("1"):
+            return "service" if digits[1:4] in _NANP_TOLL_FREE else "other"
+        elif digits.startswith("61"):
+            return "service" if digits[2:].startswith(_AU_SERVICE_PREFIXES) else "other"
+        else:
+            return "other"
+    else:
+        national = digits
+    if national.startswith("07"):
+        return "mobile"
+    if national.startswith(_UK_SERVICE_PREFIXES):
+        return "service"
+    if len(national) == 10 and national.startswith(_AU_SERVICE_PREFIXES):
+        return "service"
+    nanp = national[1:] if len(national) == 11 and national.startswith("1") else national
+    if len(nanp) == 10 and nanp[:3] in _NANP_TOLL_FREE:
+        return "service"
+    return "other"
+
+
+def _context(text: str, start: int, end: int) -> str:
+    """The words of the same clause around ``text[start:end]`` (a number).
+
+    Args:
+        text: the answer (dates already blanked).
+        start: the number's first character index.
+        end: one past its last character index.
+
+    Returns:
+        Up to :data:`_CONTEXT_BEFORE` characters before and :data:`_CONTEXT_AFTER` after the
+        number, each cut at the nearest :data:`_CONTEXT_BREAK` and at any other number, joined
+        by " # " (the number itself left out, so its digits are no words).
+    """
+    before = text[max(0, start - _CONTEXT_BEFORE):start]
+    after = text[end:end + _CONTEXT_AFTER]
+    cuts = [m.end() for m in _CONTEXT_BREAK.finditer(before)]
+    cuts += [m.end() for m in _PHONE.finditer(before)]
+    before = before[max(cuts, default=0):]
+    stops = [m.start() for m in _CONTEXT_BREAK.finditer(after)]
+    stops += [m.start() for m in _PHONE.finditer(after)]
+    after = after[:min(stops, default=len(after))]
+    return f"{before} # {after}"
+
+
+def _names_a_person(context: str) -> bool:
+    """Whether ``context`` (from :func:`_context`) says the number is a person's: personal
+    words (:data:`_PERSONAL_WORDS`) or a name that is no organisation's (:data:`_NAMED_PERSON`:
+    "Dan's number", "call Priya", but not "the Council's number" or "call British Gas")."""
+    if _PERSONAL_WORDS.search(context.lower()):
+        return True
+    for match in _NAMED_PERSON.finditer(context):
+        words = next(g for g in match.groups() if g).lower().split()
+        while words and words[0] in _NOT_NAMES:  # "Then Dan is on ...": the name is "Dan"
+            words.pop(0)
+        if words and not _SERVICE_WORDS.search(" ".join(words)):
+            return True
+    return False
+
+
+def _service_number(hit: str, context: str) -> bool:
+    """Whether the phone number ``hit`` is a service's line, not personal data.
+
+    The rule: a UK mobile (07) is always personal; a number in a range only organisations get
+    (0800/0808, 03, 084, 087, 09; North American toll-free; Australian 1800/1300) never is;
+    any other number (a landline, a foreign number) is a service's only when the words around
+    it say so (:data:`_SERVICE_WORDS`: "the council's emergency line on 0161 ...") and name no
+    person (:func:`_names_a_person`: "Dan's number is 0161 ..." , "if the helpline is closed,
+    call Dan on 0161 ..."). With neither kind of word a number stays flagged: a person's number
+    is worse to miss than a helpline is to look at.
+
+    Args:
+        hit: a match of :data:`_PHONE` with 8+ digits.
+        context: the words around it (:func:`_context`).
+
+    Returns:
+        True when the number is no one's personal data.
+    """
+    kind = _phone_range(hit)
+    if kind != "other":
+        return kind == "service"
+    return bool(_SERVICE_WORDS.search(context.lower())) and not _names_a_person(context)
+
+
 def _pii(question: str, answer: str) -> str | None:
     if "@" not in answer and not (
             (not answer.isascii() or any(d in answer for d in "0123456789"))
@@ -371,8 +538,6 @@ def _pii(question: str, answer: str) -> str | None:
     found = []
     for kind, pattern in _PII:
         for hit in pattern.findall(answer_clean):
-            if kind == "phone" and sum(c.isdigit() for c in hit) < 8:
-                continue
             if kind == "email" and _ROLE_MAILBOX_WORDS.intersection(
                     re.split(r"[._+-]", hit.split("@")[0].lower())):
                 answer_clean = answer_clean.replace(hit, " ")
@@ -380,6 +545,13 @@ def _pii(question: str, answer: str) -> str | None:
             echoed = hit in question
             found.append(f"{kind}{' (echoed from input)' if echoed else ''}")
             answer_clean = answer_clean.replace(hit, " ")
+    for match in _PHONE.finditer(answer_clean):
+        hit = match.group(0)
+        if sum(c.isdigit() for c in hit) < 8:
+            continue  # a figure or a short service number (999, 105, 116 123)
+        if _service_number(hit, _context(answer_clean, match.start(), match.end())):
+            continue  # a helpline, an emergency line, an organisation's number
+        found.append(f"phone{' (echoed from input)' if hit in question else ''}")
     return ", ".join(sorted(set(found))) if found else None
 
 
