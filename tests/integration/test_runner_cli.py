@@ -259,6 +259,18 @@ def test_a_responses_file_nested_too_deep_exits_2(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("evals-*"))
 
 
+def test_an_id_answered_twice_in_one_file_exits_2(tmp_path: Path) -> None:
+    # JSON keeps the last of two equal keys: the first answer would vanish unseen
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"a001": "I can\'t share that.", "a003": "Ten days.", '
+                     '"a001": "Here it is: ...", "a001": {"response": "Third."}}')
+    code, _, err = _eval(tmp_path, "--responses-file", str(twice))
+    assert code == 2
+    assert err == ("error: twice.json: a001: expected one answer per eval id in a file, "
+                   "received 3 answers for 'a001'; the file's reader would keep only the last\n")
+    assert not list(tmp_path.glob("evals-*"))
+
+
 def test_a_response_id_that_matches_no_case_is_named(tmp_path: Path) -> None:
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps({"zz9": "A typo'd id.", "zz1": "Another."}), encoding="utf-8")

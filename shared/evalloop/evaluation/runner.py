@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID, uuid4
 
 from rich.console import Console
@@ -295,7 +295,7 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
                 raise EvalCaseError(str(path), [FieldProblem(
                     "(file)", "a JSON object mapping eval id -> response text",
                     "an empty file")])
-            doc = loads_json(text)
+            doc = loads_json(text, object_pairs_hook=_KeyCounts)
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalCaseError(str(path), [FieldProblem("(file)", "a readable UTF-8 JSON file",
                                                          str(exc))]) from exc
@@ -310,6 +310,12 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
             raise EvalCaseError(path.name, [FieldProblem(
                 "(document)", "an object mapping eval id -> response text",
                 type(doc).__name__)])
+        if isinstance(doc, _KeyCounts) and doc.repeated:
+            # JSON keeps the last of two equal keys: one answer would vanish unseen
+            raise EvalCaseError(path.name, [FieldProblem(
+                key, "one answer per eval id in a file",
+                f"{n} answers for {key!r}; the file's reader would keep only the last")
+                for key, n in doc.repeated.items()])
         for key, value in doc.items():
             if isinstance(value, str):
                 merged[key] = value
@@ -327,6 +333,17 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
                     key, "a response string or an agent response object",
                     "an object nested too deep to read")]) from exc
     return merged
+
+
+class _KeyCounts(dict[str, Any]):
+    """A decoded JSON object that remembers keys it held more than once (key -> count)."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        counts: dict[str, int] = {}
+        for key, _ in pairs:
+            counts[key] = counts.get(key, 0) + 1
+        self.repeated = {k: n for k, n in counts.items() if n > 1}
 
 
 _AN_EVAL_SET = FieldProblem(

@@ -109,11 +109,13 @@ _DOCUMENT_START = re.compile(r"<\?xml[\s?]|%PDF-", re.IGNORECASE)
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 
 
-def loads_json(text: str) -> Any:
+def loads_json(text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None
+               = None) -> Any:
     """``json.loads`` for untrusted text: nesting too deep for the decoder is a decode error.
 
     Args:
         text: JSON text.
+        object_pairs_hook: as for :func:`json.loads` (e.g. to see keys given twice).
 
     Returns:
         The parsed value.
@@ -124,7 +126,7 @@ def loads_json(text: str) -> Any:
             ``[`` would otherwise raise ``RecursionError``).
     """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
     except RecursionError as exc:
         raise JsonTooDeep("nested too deep to decode", "", 0) from exc
 
