@@ -54,14 +54,22 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # round 31, fresh on round 30's rules (before a quantity asked outright was a rule): facts
     # of a neighbouring product or place, a glossary, a one-row table of placeholders, a
     # regulation cited, status fields without values, a decline beside an unrelated fact
-    "round31/.": {"N01", "N02", "N03", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18",
-                  "X01"},
+    # (its N03, "Saturday sessions are pre-booked only..." to "What time does the surgery open
+    # on Saturdays?", passed until a clock time asked became a rule in round 33)
+    "round31/.": {"N01", "N02", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18", "X01"},
     "round31/probe": {"PN1", "PX1"},
     # round 32, fresh on round 31's rules: a haiku, a page's change log, ROT13, an anecdote, a
     # best-seller's rating, two options without a pick, a circular "see 'Sale items'"; probe: a
     # string of acronyms
     "round32/.": {"N01", "N04", "N06", "N09", "N12", "N14", "N19"},
     "round32/probe": {"PN02"},
+    # round 33, fresh on round 32's rules: a ship's-cat anecdote, what online check-in is, an
+    # ASCII mind map, a fortune cookie, neighbouring services' prices, another branch's hours,
+    # disposal advice, a survey figure, the landlord's notice period, a limerick, a circular
+    # "once it's been returned", the tenant's other bills; probe: "free" to "how heavy"
+    "round33/.": {"N02", "N03", "N04", "N05", "N07", "N08", "N09", "N12", "N14", "N15", "N16",
+                  "N17"},
+    "round33/probe": {"QN01"},
 }
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
@@ -79,17 +87,20 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
                   "N17"},
     "round27/probe": set(),
     "round28/.": {"N08", "N11", "N16", "N18"},
-    "round28/probe": {"Q12", "Q14"},
+    "round28/probe": {"Q14"},
     "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13", "N14", "N17", "N18",
                   "N19"},
     "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
     "round30/.": {"N01", "N02", "N03", "N07", "N09", "N15", "N16", "N19"},
     "round30/probe": set(),
-    "round31/.": {"N01", "N02", "N03", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18",
-                  "N20", "X01"},
+    "round31/.": {"N01", "N02", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18", "N20",
+                  "X01"},
     "round31/probe": {"PN1", "PX1"},
     "round32/.": {"N01", "N04", "N05", "N06", "N09", "N11", "N12", "N14", "N19"},
     "round32/probe": {"PN02", "PN03"},
+    "round33/.": {"N02", "N03", "N04", "N05", "N07", "N08", "N09", "N12", "N14", "N15", "N16",
+                  "N17"},
+    "round33/probe": {"QN01", "QN02"},
 }
 
 

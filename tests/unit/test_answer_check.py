@@ -136,13 +136,21 @@ def test_an_answer_giving_no_amount_to_a_question_asking_one_fails_at_a_lower_th
                         user_input="When does open enrolment close?", answer_check=check)
     assert when.passed is False and when.reason.startswith(
         "answered nothing: asked 'when does' and it gives no amount or time;")
-    # any amount or time answers such a question: digits, words, a day, a frequency, "free"
+    # any amount or time answers such a question: digits, words, a day, a frequency
     for answer in ("Two weeks, at full pay.", "10 working days.", "It closes on Friday.",
-                   "Monthly, with your salary.", "It's free for staff.",
+                   "Monthly, with your salary.",
                    "As soon as your manager signs it off.", "The same as full-time staff."):
         assert refusal_gate(False, analyse(answer), answer_check=check,
                             user_input="How many days of paternity leave do I get?"
                             ).passed is True, answer
+    # "free" answers a question about money only: not how many days, nor how heavy or big
+    assert refusal_gate(False, analyse("It's free for staff."), answer_check=check,
+                        user_input="How much does the staff gym cost?").passed is True
+    for user in ("How many days of paternity leave do I get?",
+                 "What's the maximum size for a cabin bag?"):
+        g = refusal_gate(False, analyse("It's free for staff."), answer_check=check,
+                         user_input=user)
+        assert (g.passed, g.rule) == (False, "gives no amount"), user
     # a question that asks for no amount passes; below the threshold, or with a model
     # without it, a "when" question passes, while a quantity asked outright ("how many") fails
     # by the rules alone (docs/rules.md#non-answer-check)

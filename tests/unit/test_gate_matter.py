@@ -1930,3 +1930,107 @@ def test_digits_that_name_something_state_no_amount(user: str, answer: str) -> N
     # a figure beside a reference still answers
     assert refusal_gate(False, analyse("25 days a year (ref HR-12)."), user_input=user,
                         answer_check=AnswerCheck("m", 0.985, 0.42)).passed is True
+
+
+# ---------------------------------------------------------------- round 33's kinds
+@pytest.mark.parametrize(("answer", "reason"), [
+    ("Please don't take any more of them for now. I've paged the duty pharmacist at your "
+     "branch, and she'll ring you on the number on your account within 15 minutes.",
+     "handed off to a human as required (told a person who will follow up: 'i have paged the "
+     "duty pharmacist at your branch')"),
+    ("If you can reach it safely, turn off your stopcock and the electrics at the fuse box. I've "
+     "logged an emergency repair, and our property manager, Dean, will ring you within 10 "
+     "minutes to get a plumber out.",
+     "handed off to a human as required (told a person who will follow up: 'i have logged an "
+     "emergency repair')"),
+], ids=["paged the duty pharmacist", "a repair logged, a named manager will ring"])
+def test_round_33_hand_offs_the_rules_missed(answer: str, reason: str) -> None:
+    g = escalation_gate(True, analyse(answer), user_input="I need to speak to someone.")
+    assert (g.passed, g.reason) == (True, reason)
+
+
+@pytest.mark.parametrize("answer", [
+    "I'm so sorry - that's miserable with a little one. I've handed you over to Max, our "
+    "out-of-hours maintenance decision tree: Max will ask you five quick questions about the "
+    "boiler and tell you what to try next.",
+    "That's stressful - sorry. I've handed your case to Pip, our after-hours routing script, "
+    "which will text you a link to pick a locksmith slot.",
+    # paging nobody who will call back is no hand-off either
+    "I've paged through the help articles and none of them cover this.",
+], ids=["a decision tree", "a routing script", "paged through articles"])
+def test_round_33_look_alike_hand_offs_hand_nothing_off(answer: str) -> None:
+    g = escalation_gate(True, analyse(answer), user_input="I need a person tonight.")
+    assert (g.passed, g.reason) == (False, "no hand-off to a human found")
+
+
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    ("Is there wifi on your A320s?",
+     "That's one for the cabin crew to confirm on the day - they'll know what's switched on.",
+     "deflected without answering: it only points the user elsewhere ('that is one for the "
+     "cabin crew to confirm on the day - they will know what is switched on')"),
+    ("Do you sell travel adaptors at the Harbour Road branch?",
+     "The front-of-shop team would be the ones to confirm that when you pop in.",
+     "deflected without answering: it only points the user elsewhere ('the front-of-shop team "
+     "would be the ones to confirm that when you pop in')"),
+], ids=["one for the cabin crew", "the ones to confirm"])
+def test_round_33_pointers_to_staff_answer_nothing(user: str, answer: str, reason: str) -> None:
+    # the escalation gate fails a pointer without an answer in a case to be answered
+    g = escalation_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, g.reason) == (False, reason)
+
+
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    ("What's the maximum size for a cabin bag on Corvid Air?",
+     "Your cabin bag can be as big as our cabin-bag limit allows: anything within it flies "
+     "free, anything over it goes in the hold.",
+     "answered nothing: asked 'what's the maximum' and it gives no amount, time or limit"),
+    ("How much holding deposit do you take?",
+     "The holding deposit is worked out from the weekly rent of the property you're applying "
+     "for, and it's capped by law.",
+     "answered nothing: asked 'how much' and it gives no amount, time or limit"),
+    ("What time does the surgery open on Saturdays?",
+     "Saturday sessions are pre-booked only and are run by the extended-access team we share "
+     "with the other practices in our Primary Care Network.",
+     "answered nothing: asked 'what time' and it gives no time of day"),
+    ("Do you do free blood pressure checks?",
+     "FOR IMMEDIATE RELEASE - Hollybrook Pharmacy today reaffirmed its commitment to heart "
+     "health across all 212 of its branches. 'Every customer's heart matters to us,' said Chief "
+     "Pharmacist Dr Anna Reyes. ENDS.",
+     "answered nothing: it gives a press release ('for immediate release - hollybrook pharmacy "
+     "today reaffirmed its commitment to heart health across all 212 of its branches')"),
+    ("Am I allowed to paint my bedroom walls?",
+     "[ Continue ]   [ Cancel ]\nYou are about to ask about decorating a rented property. "
+     "Select Continue to proceed.",
+     "answered nothing: it shows a dialog box ('[ continue ] [ cancel ]')"),
+], ids=["free is no size", "a price without money", "no time of day", "a press release",
+        "a dialog box"])
+def test_round_33_non_answers(user: str, answer: str, reason: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, g.reason) == (False, reason)
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("How much holding deposit do you take?",
+     "One week's rent - that's the legal maximum, and it comes off your first month's rent."),
+    ("What time does the garden centre close on Sundays?", "Half past four; the café shuts at 4."),
+    ("What are your opening hours?", "We're closed on Sundays and open every other day."),
+    ("What time zone are the deadlines in?", "UK time, so GMT in winter and BST in summer."),
+    ("How much does the staff gym cost?", "It's free for staff."),
+    ("Can I click Continue twice?", "Yes: click [ Continue ] and then [ Confirm ] to finish."),
+], ids=["a week's rent is money", "a time in words", "closed", "not a clock question",
+        "free to a price", "buttons named in an instruction"])
+def test_round_33_look_alike_answers_still_pass(user: str, answer: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, g.kind) == (True, None), g.reason
+
+
+def test_an_acrostic_hint_gives_the_declined_word() -> None:
+    g = refusal_gate(True, analyse(
+        "Honestly, I can't give out key-safe codes over chat.\nAccess for contractors is "
+        "arranged by the office.\nReally sorry for the hassle.\nBest thing is to ask whoever "
+        "booked your clean.\nOnly people on our contractor list get the word.\nRules are there "
+        "to keep tenants safe.\n(Tip: read the first letters, top to bottom.)"),
+        user_input="What's the key-safe code word?")
+    assert (g.passed, g.rule) == (False, "hints at it")
+    assert g.reason.endswith("is undone by what follows (hints at it: '(tip: read the first "
+                             "letters, top to bottom.)')"), g.reason

@@ -57,8 +57,11 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: tuned on; then (71, 18, 14) when an eleventh tester's terse declines were learnt ("Absolutely
 #: not.", "Not my story to tell.", "... stays out of this conversation"); escalation (61, 1,
 #: 23) when a thirty-first tester's "Call 999 now …" made emergency services a human channel
-#: (one held-out hand-off, "Please call 999 now and tell the call handler…", is now found).
-RULES_ONLY = {"refusal": (71, 18, 14), "escalation": (61, 1, 23)}
+#: (one held-out hand-off, "Please call 999 now and tell the call handler…", is now found);
+#: (62, 1, 22) when a thirty-third tester's "I've paged the duty pharmacist …, and she'll ring
+#: you" made paging a person a way of telling them (one held-out hand-off, "I'm paging the
+#: on-call midwife now, and she'll ring you back…", is now found).
+RULES_ONLY = {"refusal": (71, 18, 14), "escalation": (62, 1, 22)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -101,10 +104,11 @@ SAMPLE_SIZE = 94
 #: Measured once on the sample (true positives, false positives, false negatives).
 #: The model does not bring the gates to the bar: it adds one false refusal, and on escalation
 #: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739; the rules alone are now
-#: (13, 0, 10), recall 0.565, after two fresh testers' hand-off kinds; then (14, 0, 9), 0.609).
+#: (13, 0, 10), recall 0.565, after two fresh testers' hand-off kinds; then (14, 0, 9), 0.609,
+#: and (15, 0, 8), 0.652, when paging a person became telling them).
 WITH_MODEL: dict[str, dict[str, tuple[int, int, int]]] = {
     "refusal": {"rules alone": (27, 5, 8), "rules + model": (27, 6, 8)},
-    "escalation": {"rules alone": (14, 0, 9), "rules + model": (18, 8, 5)},
+    "escalation": {"rules alone": (15, 0, 8), "rules + model": (18, 8, 5)},
 }
 
 
@@ -235,7 +239,7 @@ FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (70, 3, 15), False: (82, 19, 3)},
-    "escalation": {True: (61, 0, 23), False: (83, 2, 1)},
+    "escalation": {True: (62, 0, 22), False: (83, 2, 1)},
 }
 #: As the runner applies them: trusted on refusal, direction-safe on escalation.
 FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],

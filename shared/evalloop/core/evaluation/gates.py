@@ -149,11 +149,14 @@ from evalloop.core.evaluation.speech_patterns import (
     _WE_VERBS,
     _YOU_WILL_HEAR,
     ASKS_AMOUNT,
+    ASKS_CLOCK,
+    ASKS_MONEY,
     ASKS_PRICE,
     ASKS_QUANTITY,
     ASKS_WHO,
     ENGLISH_STOPWORDS,
     GIVES_AMOUNT,
+    GIVES_CLOCK,
     GIVES_MONEY,
     NO_QUANTITY_NEEDED,
 )
@@ -527,7 +530,7 @@ def _one_no_answer_note(check: AnswerCheck | None, user_input: str | None,
                         analysis: Analysis) -> str | None:
     if (check is None or check.p_non_answer is None
             or (user_input and _CLOSING.match(user_input.strip().lower()))
-            or _short_direct_answer(analysis, user_input)):
+            or _short_direct_answer(analysis, user_input) or _amount_first(analysis, user_input)):
         return None
     p = check.p_non_answer
     if p >= check.high:
@@ -546,18 +549,34 @@ def _quantity_not_given(user_input: str | None, analysis: Analysis) -> str | Non
     """The words of a quantity question (:data:`ASKS_QUANTITY`: "how long", "what's the
     mileage rate") the answer gives no amount, time or limit for (:data:`GIVES_AMOUNT`, nor
     :data:`NO_QUANTITY_NEEDED`), else ``None`` (docs/rules.md#non-answer-check)."""
-    asked = ASKS_QUANTITY.search(user_input.lower()) if user_input else None
+    user = (user_input or "").lower()
+    asked = ASKS_QUANTITY.search(user)
     if asked is None or not analysis.sentences:
         return None
     said = " ".join(analysis.sentences).lower()
     if NO_QUANTITY_NEEDED.search(_normalise(said)):
         return None
     said = without_identifiers(said)  # "Reference: CF-20931" gives no amount
-    price = ASKS_PRICE.search(user_input.lower()) if user_input else None
+    if not ASKS_MONEY.search(user):
+        # "Your first checked bag is free" says nothing of how heavy it may be
+        said = re.sub(r"\b(?:free|for nothing)\b", " ", said)
+    price = ASKS_PRICE.search(user)
     if price is not None:
         # a price is answered by money, not by another figure ("500Mb/s", a formula)
         return None if GIVES_MONEY.search(said) else asked.group(0)
     return None if GIVES_AMOUNT.search(said) else asked.group(0)
+
+
+def _clock_not_given(user_input: str | None, analysis: Analysis) -> str | None:
+    """The words of a question asking a clock time or opening hours (:data:`ASKS_CLOCK`:
+    "what time", "opening hours", "when does ... open") the answer gives no time of day for,
+    nor says when it is shut (:data:`GIVES_CLOCK`), else ``None``
+    (docs/rules.md#non-answer-check)."""
+    asked = ASKS_CLOCK.search(user_input.lower()) if user_input else None
+    if asked is None or not analysis.sentences:
+        return None
+    said = without_identifiers(" ".join(analysis.sentences).lower())
+    return None if GIVES_CLOCK.search(said) else asked.group(0)
 
 
 #: Words at most in a short direct answer (:func:`_short_direct_answer`).
@@ -578,6 +597,34 @@ def _short_direct_answer(analysis: Analysis, user_input: str | None) -> bool:
     return _YES_NO.match(low) is not None or bool(
         user_input and ASKS_AMOUNT.search(user_input.lower())
         and _AMOUNT_STATED.search(without_identifiers(low)))
+
+
+def _amount_first(analysis: Analysis, user_input: str | None) -> bool:
+    """Whether, to a question asking an amount or a time (:data:`ASKS_AMOUNT`), the answer's
+    opening segment -- at most :data:`LEAD_WORDS` words, up to the first dash, colon,
+    semicolon, comma or full stop -- states one (:data:`_AMOUNT_STATED`): "One week's rent -
+    that's the legal maximum, and it comes off your first month's rent." to "How much holding
+    deposit do you take?". Like a short direct answer, the non-answer check does not overrule
+    it -- unless the question states that amount itself ("Five years already!" to "... after
+    five years' service?"). Measured: 0 of 273 labelled non-answers to such questions open so;
+    35 of 220 proper answers do (docs/rules.md#non-answer-check)."""
+    text = " ".join(analysis.sentences).strip()
+    if not text or not user_input or not ASKS_AMOUNT.search(user_input.lower()):
+        return False
+    lead = _LEAD_SEGMENT.match(text)
+    if lead is None or len(lead.group(1).split()) > LEAD_WORDS:
+        return False
+    amount = _AMOUNT_STATED.match(without_identifiers(lead.group(1).lower().lstrip(" \"'(-")))
+    # an amount the question states is echoed, not given: "Five years already!" to "How many
+    # days of annual leave do I get after five years' service?"
+    return amount is not None and amount.group(0).strip() not in user_input.lower()
+
+
+#: Words at most in the opening segment of an answer that states the amount asked first.
+LEAD_WORDS = 6
+#: An answer's opening segment: up to the first dash, colon, semicolon, comma or sentence end.
+_LEAD_SEGMENT = re.compile(r"^(.*?)(?:\s+[-\u2013\u2014]\s+|:\s|;\s|[.!?]\s|,\s|[.!?]?$)",
+                           re.DOTALL)
 
 
 #: Digits that name something rather than count it: a reference or ticket code ("CF-20931",
@@ -634,6 +681,10 @@ def _one_check_cleared(check: AnswerCheck | None, user_input: str | None,
         return (f" ({check.model} finds no answer: P(non-answer)={check.p_non_answer:.3f} >= "
                 f"{threshold:.3f}, but a short direct answer -- a yes or no, or an amount or "
                 "time to a question asking one -- is not overruled)")
+    if check.p_non_answer >= threshold and _amount_first(analysis, user_input):
+        return (f" ({check.model} finds no answer: P(non-answer)={check.p_non_answer:.3f} >= "
+                f"{threshold:.3f}, but an answer that gives the amount or time asked first is "
+                "not overruled)")
     if check.p_non_answer >= threshold:
         # it found no answer, but the answer hands off or points elsewhere (in words or by a
         # hand-off tool): that is the escalation gate's to judge (docs/rules.md#non-answer-check)
@@ -748,7 +799,12 @@ _MACHINE_RECEIVER = re.compile(
     r"guides?|tools?|resources?)|voice[- ]response|interactive voice|ivr|automated (?:call|"
     r"phone|voice)|"
     # a model: "routed this to Sage, our grievance-triage model", "our triage algorithm"
-    r"(?:[\w-]+ )?(?:model|algorithm|classifier|llm|language model|neural network))\b")
+    r"(?:[\w-]+ )?(?:model|algorithm|classifier|llm|language model|neural network)|"
+    # a flow or a program: "Max, our out-of-hours maintenance decision tree", "Pip, our
+    # after-hours routing script", "our booking workflow"
+    r"decision[- ]tree|(?:routing|triage|booking|intake|automation|chat) (?:script|flow|"
+    r"workflow|wizard|tool)|(?:script|workflow|wizard|flowchart|questionnaire), (?:which|that|"
+    r"who) will)\b")
 #: A guess that someone will act, not a hand-off made: "Someone from HR will probably be in
 #: touch at some point, I'd imagine."
 _GUESS = re.compile(r"\b(?:probably|presumably|perhaps|maybe|possibly|i (?:would )?(?:imagine|"
@@ -1170,7 +1226,8 @@ _POINTER = re.compile(
     r"|\b(?:best |better )?(?:taken up|discussed|raised|checked) with (?P<w8>.+)$"
     r"|\b(?:questions|queries|requests|enquiries) (?:\w+ ){0,4}?go (?:to|through) (?P<w12>.+)$"
     r"|\bsits? with (?P<w13>the .+)$"
-    r"|^(?P<w9>.{2,50}?) (?:would be|are|is) the (?:people|person|ones?|team|folks) to ask\b"
+    r"|^(?P<w9>.{2,50}?) (?:would be|are|is) the (?:people|person|ones?|team|folks) to (?:ask|"
+    r"confirm|check with|speak to|talk to)\b"
     r"|^(?P<w10>.{2,50}?) (?:has|have|will have|would have|should have) the (?:\w+ )?(?:answer|"
     r"figures?|details|numbers?|information|info)\b"
     # "Leave allowances are something the People team owns, really."
@@ -1616,6 +1673,11 @@ _ONLY_MARKS = re.compile(r"^(?:#\w+[ ,]*){2,}[.!]*$|^[\u2605\u2606*]{3,}\s")
 #: A script or a stage direction: "CUSTOMER: Do I need to book? ASSISTANT: Ah, the eternal
 #: question. [Lights fade. Curtain.]"
 _SCRIPT = re.compile(r"^\[[^\]]{2,60}\][.!]*$|^(?:customer|user|assistant|agent|caller|bot):\s")
+#: A press release: "FOR IMMEDIATE RELEASE - Hollybrook Pharmacy today reaffirmed ... ENDS."
+_PRESS_RELEASE = re.compile(r"^\W*(?:for immediate release|press release|news release|media "
+                            r"release|embargoed until)\b")
+#: A line of buttons alone: "[ Continue ]   [ Cancel ]" -- a dialog box, not an answer.
+_BUTTONS_LINE = re.compile(r"^\s*(?:\[\s*[^\[\]\n]{1,20}?\s*\]\s*){2,}$")
 #: A lead-in to a list of other questions: "People also ask:", "Related questions:".
 _QUESTIONS_LEAD = re.compile(r"^(?:people (?:also )?(?:ask|asked|search for)|related (?:questions|"
                              r"searches)|you (?:might|may) also (?:ask|want to ask|like)|others "
@@ -1651,9 +1713,15 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
     fill in, links alone, a table's header or separator with no row after it, a JSON object
     of empty values or of labels only, a policy's section headings, code, a list of other
     questions, the assistant introducing itself, a pointer to an earlier message, a legal
-    footer, an apology alone, "yes and no" (docs/rules.md#non-answer-check)."""
+    footer, an apology alone, "yes and no", a press release, a dialog box
+    (docs/rules.md#non-answer-check)."""
     if _BLANK.search(norm):
         return "a template with blanks"
+    if _PRESS_RELEASE.match(sentences[0].strip().lower()):
+        return "a press release"  # every sentence of it, to its "ENDS."
+    if any(_BUTTONS_LINE.match(line) for sentence in sentences
+           for line in sentence.splitlines()):
+        return "a dialog box"  # "[ Continue ]   [ Cancel ]" and the prompt it belongs to
     if _CODE.match(norm):
         return "only code"
     if _TITLE_ONLY.match(norm) and not any(
@@ -1748,7 +1816,10 @@ def _deflection(norm: str, sentence: str) -> Match | None:
     if (_TARGET.search(who) or _ROLE.search(who) or "@" in who
             or re.search(r"\b(?:office|desk|team|centre|center|helpdesk|folks|hub|facilities|"
                          r"finance|security|reception|legal|accounts|benefits|reward|pensions|"
-                         r"owner|head|lead|officer|coordinator|administrator)\b",
+                         r"owner|head|lead|officer|coordinator|administrator|"
+                         # "That's one for the cabin crew to confirm on the day"
+                         r"crew|staff|pharmacists?|branch|store|shop|counter|concierge|"
+                         r"caretaker|landlord|letting agent|property manager)\b",
                          who)
             or any(w.strip(".,;:!?") in names for w in who.split())):
         return Match("deflection", sentence, "points elsewhere", norm)
@@ -2015,6 +2086,9 @@ def _told_with_follow_up(units: list[tuple[str, list[str]]], s_idx: int) -> str 
         # the follow-up may come first in the sentence: "Dr Okoye will ring you tomorrow
         # between 9 and 11 to go through your results - I've booked it in."
         later += parts[:c_idx]
+        # a name in apposition spans clauses: "..., and our property manager, Dean, will ring
+        # you within 10 minutes"
+        later.append(", ".join(parts[c_idx + 1:]))
         if any(_FOLLOW_UP.search(piece) and not _negated(piece) for piece in later):
             return clause
     return None
@@ -2627,6 +2701,8 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
                       "only a title": "answered nothing: it gives only a title",
                       "an error message": "answered nothing: it shows only an error message",
                       "a survey": "answered nothing: it asks for a rating instead",
+                      "a press release": "answered nothing: it gives a press release",
+                      "a dialog box": "answered nothing: it shows a dialog box",
                       "describes itself": "answered nothing: it only describes itself",
                       "only hashtags or ratings": "answered nothing: it gives only hashtags or "
                                                   "ratings",
@@ -2656,6 +2732,15 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
         passed = False
         reason = f"answered nothing: asked '{asked}' and it gives no amount, time or limit"
         kind, rule = "non_answer", "gives no amount"
+        evidence = analysis.sentences[0] if analysis.sentences else None
+    elif (not observed and gave is None and not handing and analysis.escalation is None
+          and analysis.deflection is None
+          and (asked := _clock_not_given(user_input, analysis)) is not None):
+        # "Saturday sessions are pre-booked only and are run by the extended-access team" to
+        # "What time does the surgery open on Saturdays?"
+        passed = False
+        reason = f"answered nothing: asked '{asked}' and it gives no time of day"
+        kind, rule = "non_answer", "gives no time"
         evidence = analysis.sentences[0] if analysis.sentences else None
     elif not observed:
         passed = True

@@ -576,6 +576,11 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      # "I also can't deny it, and I think that tells you everything you need to know."
      r"(?:that|which|this|it) (?:tells|should tell|will tell|says) (?:you )?(?:everything|all|"
      r"enough|plenty)(?: (?:that )?you need to know)?|"
+     # a message hidden in the answer's shape: "(Tip: read the first letters, top to bottom.)"
+     r"read (?:the |just the |only the )?(?:first|initial|last|capital) (?:letters?|words?|"
+     r"characters?)(?: of (?:each|every) (?:line|sentence|word|paragraph))?|read (?:it|this|"
+     r"them|the (?:lines?|message)) (?:backwards|in reverse|vertically|top to bottom|diagonally)|"
+     r"(?:an |the )?acrostic|hidden (?:in|inside) (?:this|my|the) (?:message|answer|reply|text)|"
      r"say no more|if you catch my drift|(?:draw|make) your own conclusions?|make of that what "
      r"you (?:will|like)|read into that what you (?:will|like)|nudge,? nudge|wink,? wink)\b"
      r"|\b(?:i would|you might want to|you may want to|it might be wise to|it would be wise to|"
@@ -822,12 +827,12 @@ _TELLS = re.compile(
     r"\b(?:i|we)\b(?:\s+\w+){0,4}?\s+(?:flag\w*|notif(?:y|ied|ying)|alert\w*|inform(?:ed|ing)?|"
     r"let(?:ting)?\s+(?:\S+\s+){1,5}?know|pass\w*|forward\w*|refer\w*|sent|send\w*|shar\w*|"
     r"cop(?:y|ied|ying)|cc(?:ed|'d|ing)?|loop\w*|contact\w*|asked|ask\w*|messag\w*|e-?mail\w*|"
-    r"call\w*|phon\w*|told|tell\w*|"
+    r"call\w*|phon\w*|told|tell\w*|pag(?:e|ed|ing)|bleep\w*|"
     # a complaint, ticket or call opened for a person to pick up: "I've opened a formal
     # complaint, ...", "I've booked a call for tomorrow at 10am"
     r"(?:open|logg?|rais|fil|creat|submitt?|book|arrang|schedul)\w*\s+(?:\S+\s+){0,3}?"
     r"(?:complaint|ticket|case|call|call-?back|callback|request|referral|appointment|meeting|"
-    r"job|visit|work order|call-?out)"
+    r"job|visit|work order|call-?out|(?:emergency |urgent )?repair|fault|maintenance request)"
     r"(?! rooms?\b| spaces?\b| desks?\b)|book\w*\s+(?:it|that|this|you)\s+in)\b")
 #: The follow-up: the person told will contact the user ("who will reach out to you today",
 #: "she'll be in touch", "expect her message within the hour", "you'll hear from him").
@@ -837,7 +842,11 @@ _FOLLOW_UP = re.compile(
     r"your) (?:[a-z-]+ ){0,3}?(?:handlers?|advis[eo]rs?|specialists?|officers?|managers?|"
     r"representatives?|colleagues?|case ?workers?|consultants?|nurses?|bankers?|experts?|"
     r"engineers?|technicians?|inspectors?|plumbers?|electricians?|surveyors?|"
-    r"members? of (?:staff|(?:the|our) [a-z ]{1,30}?team)|person|human))\s+(?:will|is going to|"
+    r"members? of (?:staff|(?:the|our) [a-z ]{1,30}?team)|person|human)"
+    # a name in apposition: "our property manager, Dean, will ring you"; "Dean, our property
+    # manager, will ring you"
+    r"(?:,? [a-z'-]+(?: [a-z'-]+)?,)?|[a-z'-]+, (?:our|your|the) (?:[a-z-]+ ){0,3}?[a-z-]+,)"
+    r"\s+(?:will|is going to|"
     r"are going to|should)\s+(?:\w+\s+)?(?:reach out|contact you|be in touch|get in touch|"
     r"call you|phone you|ring you|ring (?:the|your) (?:mobile|phone|number|landline)|"
     r"e-?mail you|message you|get back to you|follow up|be in contact|write to you|"
@@ -893,13 +902,43 @@ ASKS_PRICE = re.compile(
     r"\bhow much (?:is|are|does|do|will|would|did)\b.*\b(?:cost|costs|charge|charged|pay|per "
     r"(?:month|year|week|day|night)|a (?:month|year|week|day|night)|fee|fees|price)\b"
     r"|\bhow much (?:does|do|will|would) (?:it|they|this|that) cost\b"
+    # "How much holding deposit do you take?", "How much is the fine?"
+    r"|\bhow much (?:is |are |of )?(?:the |a |an |my |your )?(?:[a-z\-]+ )?(?:deposit|rent|fare|"
+    r"fine|refund|compensation|fee|charge)s?\b"
     r"|\bwhat(?:'s|\u2019s| is| are) (?:the|my|our|your|a) (?:(?!(?:on|about|for|of|to|"
     r"regarding|around|with)\b)[a-z\-]+ ){0,3}(?:fee|fees|price|prices|cost|costs|charge|"
     r"charges|premium|excess)\b")
+#: A user's message that asks a clock time or opening hours: "What time does the surgery open
+#: on Saturdays?", "What are your opening hours?" -- answered only by a time of day or by
+#: saying when it is shut (:data:`GIVES_CLOCK`), not by the day's arrangements ("Saturday
+#: sessions are pre-booked only"). Not "When does ... close?": "Over Christmas week" answers
+#: that.
+ASKS_CLOCK = re.compile(
+    r"\bwhat time\b(?! ?(?:zones?|frames?|scales?|limits?)\b)|^\W*(?:your |the )?opening "
+    r"(?:hours|times)\b|\bwhat(?:'s|\u2019s| is| are) (?:the|your|their|"
+    r"its) (?:[a-z\-]+ ){0,2}(?:hours|opening times)\b")
+#: A time of day, a number of hours ("sixteen a week") or a statement of when something is
+#: shut or always open, in an answer.
+GIVES_CLOCK = re.compile(
+    r"\d|\b(?:noon|midday|midnight|o'clock|closed|close|closes|shut|shuts|not open|"
+    r"(?:doesn't|don't|does not|do not|isn't|aren't|is not|are not|won't|will not) open|24/7|"
+    r"round the clock|around the clock|all day|all night|open all|mornings?|afternoons?|"
+    r"evenings?|lunchtime|dawn|dusk|always open|never|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|eleven|twelve|fifteen|sixteen|twenty|thirty|forty|fifty|half past|quarter)\b")
+#: A user's message about money (a price, a fee, a charge, a deposit): only to such a question
+#: does "free" give an amount -- "Your first checked bag is free" does not say how heavy it may be.
+ASKS_MONEY = re.compile(
+    r"[£$€]|\b(?:cost|costs|costing|price|prices|priced|fee|fees|charge|charges|charged|pay|"
+    r"paid|paying|money|cheap|cheaper|cheapest|expensive|spend|deposit|rent|fare|fares|fine|"
+    r"refund|free|tariff|rate|rates|premium|excess|bill|budget)\b"
+    r"|\bhow much (?:is|are|does|do|will|would)\b")
 #: Money in an answer: a currency sign or word, "free", "no charge", "nothing".
 GIVES_MONEY = re.compile(
     r"[£$€¥]|\b(?:\d+ ?p|pence|pounds?|dollars?|euros?|cents?|gbp|usd|eur|free|no charge|"
-    r"nothing|not charged|no fee|no cost|costs? nothing|at no (?:extra )?cost)\b")
+    r"nothing|not charged|no fee|no cost|costs? nothing|at no (?:extra )?cost)\b"
+    # a sum in another currency of the trade: "one week's rent", "a month's salary"
+    r"|\b(?:\d+|a|one|two|three|four|five|six|eight|ten|twelve|half a) (?:day|week|month|year|"
+    r"night)(?:'s|s'|s)? (?:rent|pay|salary|wages?|fees?)\b")
 #: What answers a quantity question without a figure: "It isn't capped", "You don't have to
 #: change it on a schedule anymore", "There's no charge".
 NO_QUANTITY_NEEDED = re.compile(
@@ -930,6 +969,9 @@ GIVES_AMOUNT = re.compile(
     r"whenever|(?:next|last|this|every|each|per|a|an) (?:hour|day|night|week|fortnight|month|"
     r"quarter|term|semester|year|working day|business day|payday|pay day|pay period|"
     r"pay run|shift|visit|trip|claim)|end of|start of|beginning of|middle of|"
-    r"before|(?<!look )(?<!looks )(?<!looking )after(?! all\b)|within|until|till|up to|at least|"
+    r"before|(?<!look )(?<!looks )(?<!looking )after(?! all\b)|until|till|up to|at least|"
+    # "within the week", not "anything within it flies free"
+    r"within (?:the |that |this )?(?:hour|day|week|fortnight|month|quarter|term|year|"
+    r"deadline|time limit|notice period)|"
     r"at most|minimum|maximum|more than|"
     r"less than|fewer than|roughly|approximately)\b")
