@@ -163,6 +163,13 @@ def test_explicit_fields_win_over_tags() -> None:
          '"\'id\': \'g\'}"'),
         ('{"id": "g", "cases": []} trailing words', "g.json", "(line 1, column 26)",
          "valid JSON: nothing after the document's end", "'trailing words'"),
+        # a mistyped category would silently drop what it does (a sensitive case is always
+        # reviewed by a person)
+        ("- id: a1\n  input: hi\n  category: sensitve\n", "e.yaml", "cases[0] (id 'a1').category",
+         "one of routine, edge-case, adversarial, sensitive", "'sensitve' (did you mean "
+                                                              "sensitive?)"),
+        ("- id: a1\n  input: hi\n  category: billing\n", "e.yaml", "cases[0] (id 'a1').category",
+         "one of routine, edge-case, adversarial, sensitive", "'billing'"),
     ],
 )
 def test_bad_input_names_file_case_and_field(text: str, source: str, field: str, expected: str,
@@ -174,6 +181,13 @@ def test_bad_input_names_file_case_and_field(text: str, source: str, field: str,
     assert [(p.field, p.expected, p.received) for p in err.problems] == [
         (field, expected, received)]
     assert str(err).startswith(f"{source}: {field}: expected {expected}")
+
+
+def test_a_category_is_read_whatever_its_case_spaces_or_underscores() -> None:
+    text = ("- {id: a1, input: hi, category: Edge case}\n- {id: a2, input: hi, category: "
+            "SENSITIVE}\n- {id: a3, input: hi, category: edge_case}\n- {id: a4, input: hi}\n")
+    assert [c.category for c in parse_eval_document(text, "e.yaml").cases] == [
+        "edge-case", "sensitive", "edge-case", "routine"]
 
 
 def test_missing_file_is_an_eval_case_error(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ raises :class:`EvalCaseError` naming the file, the case (id and index) and the f
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC
 from pathlib import Path
 from typing import Any, Literal
@@ -223,7 +224,28 @@ def _yaml_case(raw: object, index: int, source: str) -> EvalCase:
     for key in ("context_chunks", "tags"):
         if key in data:
             data[key] = _check_list_of_str(data[key], f"{label}.{key}", source)
+    if isinstance(data.get("category"), str):
+        data["category"] = _category(data["category"], f"{label}.category", source)
     return _validate_case(data, label, source)
+
+
+def _category(value: str, label: str, source: str) -> str:
+    """An eval set's category, one of :data:`CATEGORIES` (case, spaces and underscores
+    forgiven: "Edge case" is ``edge-case``); a typo would silently drop what the category
+    does -- a ``sensitive`` case is always marked for human review (docs/rules.md#human-review).
+
+    Raises:
+        EvalCaseError: any other value, with the category it probably means.
+    """
+    import difflib
+
+    key = re.sub(r"[\s_]+", "-", value.strip().lower())
+    if key in CATEGORIES:
+        return key
+    near = difflib.get_close_matches(key, CATEGORIES, n=1, cutoff=0.6)
+    raise EvalCaseError(source, [FieldProblem(
+        label, "one of " + ", ".join(CATEGORIES),
+        repr(value) + (f" (did you mean {near[0]}?)" if near else ""))])
 
 
 def _golden_case(raw: object, index: int, source: str) -> EvalCase:
