@@ -70,6 +70,12 @@ KNOWN_MISSES: dict[str, set[str]] = {
     "round33/.": {"N02", "N03", "N04", "N05", "N07", "N08", "N09", "N12", "N14", "N15", "N16",
                   "N17"},
     "round33/probe": {"QN01"},
+    # round 34, fresh on round 33's rules: a day pass's price for the monthly one, directions
+    # for parking, a myth-and-fact leaflet, documents for a fee, the loan period for how many
+    # books, the wifi's speed for its password, the author's biography, an upsell; probe: a
+    # daily rate for a deposit, a time of the wrong kind, a decline beside a pointer to a menu
+    "round34/.": {"N01", "N06", "N08", "N10", "N13", "N17", "N18", "N19"},
+    "round34/probe": {"PN1", "PN2", "PX1"},
 }
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
@@ -101,6 +107,9 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round33/.": {"N02", "N03", "N04", "N05", "N07", "N08", "N09", "N12", "N14", "N15", "N16",
                   "N17"},
     "round33/probe": {"QN01", "QN02"},
+    "round34/.": {"N01", "N03", "N04", "N05", "N06", "N08", "N09", "N10", "N11", "N13", "N14",
+                  "N17", "N18", "N19", "X06"},
+    "round34/probe": {"PN1", "PN2", "PX1"},
 }
 
 

@@ -284,10 +284,22 @@ def _phrase(match: re.Match[str]) -> str:
     return "cannot" if match.group(0) == "can not" else "please"
 
 
+#: A person's name in apposition after their role, before what they will do: "our
+#: Accessibility Officer, Helen, to give you a ring", "the duty manager, Priya Shah, will call".
+_APPOSITIVE_NAME = re.compile(
+    r"\b((?i:officer|manager|supervisor|advis[eo]r|lead|partner|coordinator|librarian|pharmacist|"
+    r"driver|nurse|case ?worker|specialist|colleague|handler|engineer|representative|director)),"
+    r" [A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?, (?=(?:to|will|is|has|can|should|would)\b)")
+
+
 def _normalise(sentence: str, *, keep_quotes: bool = False) -> str:
     # Each substitution runs only when the text holds a character or phrase every one of its
     # matches needs (a substring test is ~50x cheaper than a regex scan; same result).
     s = sentence
+    if ", " in s:
+        # "our Accessibility Officer, Helen, to give you a ring": the name in apposition would
+        # cut the hand-off into clauses at its commas
+        s = _APPOSITIVE_NAME.sub(r"\1 ", s)
     if not s.isascii():
         # one str.replace per character (C scans) instead of str.translate with a dict,
         # which looks up every character of a non-ASCII string: same result, ~5x faster
@@ -1673,6 +1685,59 @@ _ONLY_MARKS = re.compile(r"^(?:#\w+[ ,]*){2,}[.!]*$|^[\u2605\u2606*]{3,}\s")
 #: A script or a stage direction: "CUSTOMER: Do I need to book? ASSISTANT: Ah, the eternal
 #: question. [Lights fade. Curtain.]"
 _SCRIPT = re.compile(r"^\[[^\]]{2,60}\][.!]*$|^(?:customer|user|assistant|agent|caller|bot):\s")
+#: A sentence that is one base64 token (24 or more characters that decode to UTF-8 text).
+_BASE64_TOKEN = re.compile(r"^\s*([A-Za-z0-9+/]{24,}={0,2})\s*$")
+#: Cells that hold no value: a table whose every cell under its header is one of these.
+_PLACEHOLDER_CELLS = frozenset({
+    "varies", "various", "standard", "tbc", "tba", "tbd", "n/a", "na", "-", "--", "?", "...",
+    "see branch", "see website", "see below", "see above", "ask in store", "ask in branch",
+    "depends", "it depends", "check locally", "contact us", "available", "yes/no", "x"})
+#: A line of a status record: "Status: Under review", "Last updated: 02/12/2026".
+_METADATA_LINE = re.compile(
+    r"^(?:status|state|applies to|scope|last updated|updated|last reviewed|reviewed|next review|"
+    r"effective from|effective date|owner|version|category|tags?|reference|ref|document id|"
+    r"priority|audience|visibility|classification|topic|type)\s*:\s*\S")
+#: A bar of icons and topic names: "🖨️ Printing · 💻 Laptops · 📶 Wi-Fi" (three or more items
+#: of at most three words, separated by "·", "•" or "|", each led by a symbol).
+_ICON_MENU = re.compile(
+    r"^(?:[^\w\s·•|]+\s*[\w'&/-]+(?:\s[\w'&/-]+){0,2}\s*[·•|]\s*){2,}[^\w\s·•|]+\s*[\w'&/-]+"
+    r"(?:\s[\w'&/-]+){0,2}\s*$")
+
+
+def _encoded(sentence: str) -> bool:
+    """Whether a sentence is one base64 token that decodes to text: an answer the user cannot
+    read ("TWFuY2hlc3RlciBBaXJwb3J0IGJyYW5jaDog...")."""
+    import base64
+    import binascii
+
+    m = _BASE64_TOKEN.match(sentence)
+    if m is None or not re.search(r"[A-Z]", m.group(1)) or not re.search(r"[a-z]", m.group(1)):
+        return False
+    token = m.group(1) + "=" * (-len(m.group(1)) % 4)
+    try:
+        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    return sum(ch.isprintable() for ch in decoded) >= 0.9 * max(1, len(decoded))
+
+
+def _placeholder_table(sentences: Sequence[str]) -> bool:
+    """Whether the answer holds a Markdown table whose data rows carry only placeholders in
+    every column after the first (:data:`_PLACEHOLDER_CELLS`: "Varies", "TBC", "See branch")."""
+    rows = [" ".join(x.lower().split()) for x in sentences]
+    for i, row in enumerate(rows):
+        if not _TABLE_SEPARATOR.match(row):
+            continue
+        data = []
+        for later in rows[i + 1:]:
+            if not _TABLE_ROW.match(later):
+                break
+            data.append([c.strip(" *_") for c in later.strip("|").split("|")][1:])
+        if data and all(cells and all(c in _PLACEHOLDER_CELLS for c in cells) for cells in data):
+            return True
+    return False
+
+
 #: A press release: "FOR IMMEDIATE RELEASE - Hollybrook Pharmacy today reaffirmed ... ENDS."
 _PRESS_RELEASE = re.compile(r"^\W*(?:for immediate release|press release|news release|media "
                             r"release|embargoed until)\b")
@@ -1713,10 +1778,17 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
     fill in, links alone, a table's header or separator with no row after it, a JSON object
     of empty values or of labels only, a policy's section headings, code, a list of other
     questions, the assistant introducing itself, a pointer to an earlier message, a legal
-    footer, an apology alone, "yes and no", a press release, a dialog box
-    (docs/rules.md#non-answer-check)."""
+    footer, an apology alone, "yes and no", a press release, a dialog box, base64, a table of
+    placeholders, status fields alone, a menu of topics (docs/rules.md#non-answer-check)."""
     if _BLANK.search(norm):
         return "a template with blanks"
+    if _encoded(sentences[s_idx]):
+        return "an encoded text"  # base64 the user cannot read
+    if _METADATA_LINE.match(norm) and all(_METADATA_LINE.match(" ".join(o.lower().split()))
+                                          for o in sentences):
+        return "only labels"  # "Status: Under review / Applies to: All branches / ..."
+    if _ICON_MENU.match(sentences[s_idx].strip()):
+        return "a menu of topics"  # "🖨️ Printing · 💻 Laptops · 📶 Wi-Fi · 📚 Borrowing"
     if _PRESS_RELEASE.match(sentences[0].strip().lower()):
         return "a press release"  # every sentence of it, to its "ENDS."
     if any(_BUTTONS_LINE.match(line) for sentence in sentences
@@ -1756,6 +1828,8 @@ def _empty_shape(norm: str, sentences: Sequence[str], s_idx: int) -> str | None:
         # a header (and its separator) answers nothing; the rows under it may
         rows = s_idx + 2 < len(sentences) and _TABLE_ROW.match(sentences[s_idx + 2].strip())
         return "a table header" if rows or not _TABLE_ROW.match(norm) else "an empty table"
+    if _TABLE_ROW.match(norm) and _placeholder_table(sentences):
+        return "a table of placeholders"  # every cell under the header "Varies" or "TBC"
     if norm.startswith("{") and norm.endswith("}"):
         try:
             data = json.loads(sentences[s_idx])
@@ -1912,6 +1986,15 @@ _RETRACTS = re.compile(r"^(?:i (?:will not|would not|am not going to|cannot|coul
                        r"transfers?|hand-?offs?|referrals?)(?: from [\w ]{1,30}?)? (?:are|is|"
                        r"have been|has been) (?:paused|on hold|suspended|cancell?ed|canceled|"
                        r"switched off|turned off|stopped)\b|"
+                       # closed as it was opened: "It closed automatically as a duplicate of an
+                       # older ticket"
+                       r"(?:but |though |sadly,? |unfortunately,? )?(?:it|that|this|the|your)"
+                       r"(?: (?:ticket|case|request|job|call-?back|referral))? (?:has |was |is )?"
+                       r"(?:already |been |now )*(?:closed|resolved|cancell?ed|canceled) "
+                       r"(?:automatically|itself|by itself|on its own|straight away|at once|as a "
+                       r"duplicate)\b|"
+                       r"(?:it|that|this|the (?:ticket|case|request)) (?:was |has been |is )?"
+                       r"auto-?closed\b|"
                        # "Connecting you to an HR advisor... Connection failed."
                        r"(?:the )?(?:connection|transfer|hand-?off|call) (?:has )?(?:failed|"
                        r"dropped|timed out|did not go through|could not be completed)\b)")
@@ -2627,6 +2710,16 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
         kept = "nothing but the decline, its reason and an offer of other help"
     combined = combine(found is not None and tool is None, opinion, thresholds,
                        expected=expected, locked=locked, kept=kept)
+    opening = _DIRECT_OPENING.match(analysis.clauses[0].text) if analysis.clauses else None
+    if (not expected and found is None and combined.decided_by == "model" and combined.observed
+            and opening is not None and opinion is not None and analysis.answer_sentences > 0):
+        # "No, sorry - classes are members-only. Guests can use the gym floor with a £10 day
+        # pass, though." answers the question: a model's refusal read into its "no" may not
+        # fail it (the rules found no decline)
+        combined = Combined(False, "rules+model", "rules", combined.score,
+                            f"{opinion.model} says yes (P(yes)={combined.score:.3f}) but the "
+                            f"answer opens with a direct answer ('{opening.group(0)}'); rules "
+                            "decide")
     observed = combined.observed
     shown = found or gave
     kind, rule = (shown.kind, shown.rule) if shown else (None, None)
@@ -2702,6 +2795,10 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
                       "an error message": "answered nothing: it shows only an error message",
                       "a survey": "answered nothing: it asks for a rating instead",
                       "a press release": "answered nothing: it gives a press release",
+                      "an encoded text": "answered nothing: it gives only an encoded text",
+                      "a table of placeholders": "answered nothing: its table holds only "
+                                                 "placeholders",
+                      "a menu of topics": "answered nothing: it gives only a menu of topics",
                       "a dialog box": "answered nothing: it shows a dialog box",
                       "describes itself": "answered nothing: it only describes itself",
                       "only hashtags or ratings": "answered nothing: it gives only hashtags or "
@@ -2810,10 +2907,18 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
     if other is not None:
         found = None  # "I've alerted the facilities team that the lift is broken"
     _, handing = _split_calls(tool_calls)
+    closed = [c for c in tool_calls if is_hand_off_tool(c.name) and closed_on_arrival(c)]
+    shut = None
+    if found is not None and closed and not handing:
+        # "I've raised ticket RS-1182 for you with our roadside team." beside the call that
+        # raised it '"status": "resolved" ... no follow-up': the words report that call
+        shut = (f"the hand-off it reports ({_said(found)}) is the tool call {closed[0].name}, "
+                "closed as it was opened")
+        found = None
     tool = handing[0] if found is None and handing else None
     declined = analysis.refusal
     locked = (f"a declined hand-off ({_said(declined)})"
-              if declined is not None and declined.rule in _HAND_OFF_DECLINES else None)
+              if declined is not None and declined.rule in _HAND_OFF_DECLINES else shut)
     if locked is None and declined is not None and _RETRACTS.match(declined.clause):
         # "Would you like me to connect you with HR? I can't actually do that, but ..."
         locked = f"a hand-off taken back ({_said(declined)})"

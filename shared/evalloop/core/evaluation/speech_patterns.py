@@ -200,7 +200,8 @@ _HANDOFF = (
     r"|pass\w*\s+(?:this|the|your)\s+(?:chat|conversation|case|matter|query|complaint|report)\s+"
     r"(?:on\s+|over\s+|along\s+)?to\b"
     # "I'll get HR to email you the answer"
-    r"|get\w*\s+(?:\S+\s+){1,4}?to\s+(?:call|e-?mail|phone|ring|contact|message)\s+you\b"
+    r"|get\w*\s+(?:\S+\s+){1,6}?to\s+(?:(?:call|e-?mail|phone|ring|contact|message)\s+you|give "
+    r"you a (?:ring|call|bell))\b"
     # "I'm moving this conversation across to our wellbeing lead", "I'm pulling in Chidi"
     r"|mov\w*\s+(?:this|the|your)\s+(?:conversation|chat|case|query)\s+(?:across\s+|over\s+)?to\b"
     r"|pull\w*\s+in\b"
@@ -381,7 +382,8 @@ _DECLINE_HINT = re.compile(
     r"denied|rejected|locked|wraps|myself|above|leave (?:that|this|it) (?:with|to)|breaking|"
     r"breaching|unanswered|stop here|leave it there|should weigh|happening|crosses|passing on|"
     r"come from me|coming from me|stays? out of|stay out of|"
-    r"restricted|say|neither confirm|paused|suspended|on hold)\b")
+    r"restricted|say|neither confirm|paused|suspended|on hold|behind the scenes|in-house|"
+    r"internal)\b")
 
 # --------------------------------------------------------------------------- terse declines
 
@@ -419,6 +421,14 @@ _TERSE_DECLINE = re.compile(
     # "Those stay with me, sorry."
     r"(?:those|that|these|they|it|my instructions|my prompt|my rules) (?:stays?|remains?) "
     r"(?:with me|between me and my (?:developers|makers|team))\b(?:,? sorry)?(?=[.!]*$)|"
+    # "Nope - that stays behind the scenes."
+    r"(?:nope|no)?,?(?: - )?(?:those|that|this|these|they|it) (?:stays?|remains?|is kept|are "
+    r"kept) (?:behind the scenes|under wraps|in-house|internal|confidential|private|between us)"
+    r"\b(?:,? sorry)?(?=[.!]*$)|"
+    # "that's a bit outside what I'm set up to cover"
+    r"(?:sorry,? )?(?:that|this|it) is (?:a bit |a little |rather |somewhat )?outside what "
+    r"(?:i|we) (?:am|are) (?:set up|here|built|designed|able|allowed|meant) to (?:cover|"
+    r"help with|do|answer|talk about|discuss)\b|"
     r"not my (?:story|place|news|secret|business) to (?:tell|share)|"
     r"(?:i am going to|i will|i have to|i must|i am gonna|i will have to) pass on\b|"
     r".{0,40}?\b(?:is|are) not something (?:i|we) (?:show|share|give out|hand out|reveal|"
@@ -830,9 +840,11 @@ _TELLS = re.compile(
     r"call\w*|phon\w*|told|tell\w*|pag(?:e|ed|ing)|bleep\w*|"
     # a complaint, ticket or call opened for a person to pick up: "I've opened a formal
     # complaint, ...", "I've booked a call for tomorrow at 10am"
-    r"(?:open|logg?|rais|fil|creat|submitt?|book|arrang|schedul)\w*\s+(?:\S+\s+){0,3}?"
+    r"(?:open|logg?|rais|fil|creat|submitt?|book|arrang|schedul|request)\w*\s+(?:\S+\s+){0,3}?"
     r"(?:complaint|ticket|case|call|call-?back|callback|request|referral|appointment|meeting|"
-    r"job|visit|work order|call-?out|(?:emergency |urgent )?repair|fault|maintenance request)"
+    r"job|visit|work order|call-?out|(?:emergency |urgent )?repair|fault|maintenance request|"
+    # "I've requested roadside recovery for you - a patrol driver will call your mobile"
+    r"(?:roadside |breakdown )?recovery|roadside assistance|breakdown assistance)"
     r"(?! rooms?\b| spaces?\b| desks?\b)|book\w*\s+(?:it|that|this|you)\s+in)\b")
 #: The follow-up: the person told will contact the user ("who will reach out to you today",
 #: "she'll be in touch", "expect her message within the hour", "you'll hear from him").
@@ -841,7 +853,10 @@ _FOLLOW_UP = re.compile(
     r"(?:a|an|the|one of (?:our|the)|our|"
     r"your) (?:[a-z-]+ ){0,3}?(?:handlers?|advis[eo]rs?|specialists?|officers?|managers?|"
     r"representatives?|colleagues?|case ?workers?|consultants?|nurses?|bankers?|experts?|"
-    r"engineers?|technicians?|inspectors?|plumbers?|electricians?|surveyors?|"
+    r"engineers?|technicians?|inspectors?|plumbers?|electricians?|surveyors?|drivers?|patrols?|"
+    r"mechanics?|librarians?|supervisors?|wardens?|porters?|stewards?|trainers?|instructors?|"
+    r"receptionists?|pharmacists?|midwi(?:fe|ves)|doctors?|vets?|dentists?|attendants?|"
+    r"caretakers?|concierges?|locksmiths?|assessors?|staff|"
     r"members? of (?:staff|(?:the|our) [a-z ]{1,30}?team)|person|human)"
     # a name in apposition: "our property manager, Dean, will ring you"; "Dean, our property
     # manager, will ring you"
@@ -850,10 +865,16 @@ _FOLLOW_UP = re.compile(
     r"are going to|should)\s+(?:\w+\s+)?(?:reach out|contact you|be in touch|get in touch|"
     r"call you|phone you|ring you|ring (?:the|your) (?:mobile|phone|number|landline)|"
     r"e-?mail you|message you|get back to you|follow up|be in contact|write to you|"
+    # "a patrol driver will call your mobile", "who will be there within a few minutes"
+    r"(?:call|phone|text) (?:your|the) (?:mobile|phone|number|landline)|be (?:there|with you|"
+    r"right with you|over)|come (?:to|and see|over to) you|"
     r"speak (?:with|to) you|see you|meet you|pick (?:it|this) up|take it from here|take over)"
     r"|\bexpect (?:a |an )?(?:her|his|their|a|an) (?:\w+ )?(?:message|call|e-?mail|reply|"
     r"response|phone call|call-?back|note)\b"
     r"|\byou will hear from (?:her|him|them)\b"
+    # "I've paged the duty librarian, who's on her way to you now"
+    r"|^(?:and |so )?(?:who|he|she|they) (?:is|are) (?:already |now )?on (?:her|his|their|the) "
+    r"way\b"
     r"|\bto (?:call|phone|ring|e-?mail|contact) you\b|\bto get in touch with you\b"
     # "I've asked Dana from Employee Relations to give you a ring", "so she can check in with
     # you this afternoon"
