@@ -597,18 +597,31 @@ SHORT_ANSWER_WORDS = 12
 
 def _short_direct_answer(analysis: Analysis, user_input: str | None) -> bool:
     """Whether the answer is short (at most :data:`SHORT_ANSWER_WORDS` words) and direct: it
-    opens with a yes or no ("Yes.", "No - the car park is permit-only."), or states an amount or
-    a time (:data:`_AMOUNT_STATED`) to a question asking for one ("Two weeks, at full pay." to
-    "How long is paternity leave?"; not "That's one I've never quite got to grips with"). The
+    opens with a yes or no ("Yes.", "No - the car park is permit-only."), a go-ahead ("Please
+    do - the nurse will record the vaccines in it."), "nothing" to "… anything?", or states an
+    amount or a time (:data:`_AMOUNT_STATED`) to a question asking for one ("Two weeks, at full
+    pay." to "How long is paternity leave?"; not "That's one I've never quite got to grips
+    with"). The
     non-answer check does not overrule such an answer: a fine-tuned check reads a verbless
     fragment as answering nothing (docs/rules.md#non-answer-check)."""
     text = " ".join(analysis.sentences)
     if not text or len(text.split()) > SHORT_ANSWER_WORDS:
         return False
     low = text.lower().lstrip(" \"'(-")
-    return _YES_NO.match(low) is not None or bool(
-        user_input and ASKS_AMOUNT.search(user_input.lower())
+    asked = (user_input or "").lower()
+    return _YES_NO.match(low) is not None or _GO_AHEAD.match(low) is not None or bool(
+        # "Nothing special - the nurse will explain everything when you arrive." to "Do I need
+        # to bring anything?"
+        re.search(r"\banything\b", asked) and _NOTHING.match(low)) or bool(
+        asked and ASKS_AMOUNT.search(asked)
         and _AMOUNT_STATED.search(without_identifiers(low)))
+
+
+#: A go-ahead that answers "Can I…?" outright: "Please do - the nurse will record the vaccines
+#: in it."
+_GO_AHEAD = re.compile(r"^(?:please do|go (?:right )?ahead|by all means|feel free)\b")
+#: "Nothing" as the answer to "… anything?": "Nothing special - …", "Nothing at all."
+_NOTHING = re.compile(r"^nothing(?: (?:special|in particular|at all|else|extra))?\b(?! but\b)")
 
 
 def _amount_first(analysis: Analysis, user_input: str | None) -> bool:
