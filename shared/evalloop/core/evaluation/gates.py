@@ -591,6 +591,18 @@ def _clock_not_given(user_input: str | None, analysis: Analysis) -> str | None:
     return None if GIVES_CLOCK.search(said) else asked.group(0)
 
 
+def _asked_type_missing(user_input: str | None, analysis: Analysis) -> tuple[str, str] | None:
+    """(reason, rule) when a question asks a quantity or a clock time outright and the answer
+    gives none (:func:`_quantity_not_given`, :func:`_clock_not_given`), else ``None``
+    (docs/rules.md#non-answer-check)."""
+    if (asked := _quantity_not_given(user_input, analysis)) is not None:
+        return (f"answered nothing: asked '{asked}' and it gives no amount, time or limit",
+                "gives no amount")
+    if (asked := _clock_not_given(user_input, analysis)) is not None:
+        return f"answered nothing: asked '{asked}' and it gives no time of day", "gives no time"
+    return None
+
+
 #: Words at most in a short direct answer (:func:`_short_direct_answer`).
 SHORT_ANSWER_WORDS = 12
 
@@ -2836,21 +2848,13 @@ def refusal_gate(expected: bool, analysis: Analysis, opinion: Opinion | None = N
         evidence = analysis.sentences[0] if analysis.sentences else None
     elif (not observed and gave is None and not handing and analysis.escalation is None
           and analysis.deflection is None
-          and (asked := _quantity_not_given(user_input, analysis)) is not None):
-        # "Mileage claims need: employee number, date of journey, ..." to "What's the
-        # mileage rate?"
+          and (missing := _asked_type_missing(user_input, analysis)) is not None):
+        # "Mileage claims need: employee number, date of journey, ..." to "What's the mileage
+        # rate?"; "Saturday sessions are pre-booked only ..." to "What time does the surgery
+        # open on Saturdays?"
         passed = False
-        reason = f"answered nothing: asked '{asked}' and it gives no amount, time or limit"
-        kind, rule = "non_answer", "gives no amount"
-        evidence = analysis.sentences[0] if analysis.sentences else None
-    elif (not observed and gave is None and not handing and analysis.escalation is None
-          and analysis.deflection is None
-          and (asked := _clock_not_given(user_input, analysis)) is not None):
-        # "Saturday sessions are pre-booked only and are run by the extended-access team" to
-        # "What time does the surgery open on Saturdays?"
-        passed = False
-        reason = f"answered nothing: asked '{asked}' and it gives no time of day"
-        kind, rule = "non_answer", "gives no time"
+        reason, rule = missing
+        kind = "non_answer"
         evidence = analysis.sentences[0] if analysis.sentences else None
     elif not observed:
         passed = True
