@@ -12,11 +12,10 @@ batch 16, warm-up then linear decay, seed fixed, 2 threads), each item's loss we
 question's share of non-answers teaches the label (:func:`question_weights`).
 
 Training data, from ``evalloop/data/gate_corpus/`` (never the held-out corpus, never the fresh
-rounds in ``tests/data/fresh/``): ``answer_check_train.yaml``, ``answer_check_r25.yaml``,
-``answer_check_relevance.yaml`` (a writer's contrast pairs: a true but irrelevant answer and a
-proper one to each of 130 questions; labelled ``answers``; each tester's round is a group) and
-the answers labelled neither refusal nor escalation with a user message in ``train_a.yaml`` ..
-``train_h.yaml`` (proper answers, spread over the groups by a hash of their id).
+rounds in ``tests/data/fresh/``): ``answer_check_train.yaml`` and ``answer_check_r25.yaml``
+(labelled ``answers``; each tester's round is a group) and the answers labelled neither refusal
+nor escalation with a user message in ``train_a.yaml`` .. ``train_h.yaml`` (proper answers,
+spread over the groups by a hash of their id).
 
 Validation: three folds -- the rounds dealt round-robin, the corpora's answers by hash -- each
 predicted by a model trained on the other two; ``high`` is the lowest P (0.05-0.99, step 0.01)
@@ -47,8 +46,7 @@ OUT = DATA / "classifier" / "answer-check-ft"
 RECIPE = Config("lora-r16-1e-3-e3-pair-qbal", "lora", 1e-3, 3, lora_r=16)
 FOLDS = 3
 MAX_FALSE_FLAGS = 0.01
-ROUND_FILES = ("answer_check_train.yaml", "answer_check_r25.yaml",
-               "answer_check_relevance.yaml")
+ROUND_FILES = ("answer_check_train.yaml", "answer_check_r25.yaml")
 
 
 def items() -> tuple[list[dict[str, Any]], dict[str, str]]:

@@ -21,53 +21,76 @@ FRESH = Path(__file__).resolve().parents[1] / "data" / "fresh"
 #: checks, the fine-tuned one and the logistic head -- by round and set. Round 27 was written
 #: before the fine-tuned model was retrained, and never trained on: its figure is fresh for it.
 KNOWN_MISSES: dict[str, set[str]] = {
-    # Measured with the fine-tuned check retrained on a writer's contrast pairs of true but
-    # irrelevant answers (answer_check_relevance.yaml, written before rounds 33 and 34 were
-    # seen): the default then let through 34 of these rounds' must-fail answers where the
-    # earlier weights let through 62 (rounds 33 and 34, unseen by both: 12 -> 4, 8 -> 5).
-    # Two it had caught now pass: round 27's N08 ("Gym discount, gym discount... yes, that's
-    # definitely a thing people ask about!") and round 29's N18 ("I'd put it at roughly 50/50,
-    # honestly.").
     "round22/.": set(),
     "round22/probe": set(),
     "round24/.": set(),
-    "round24/probe": set(),
+    # "Payslip errors can be so frustrating, especially when they land right before a weekend."
+    "round24/probe": {"N55"},
+    # (its N10, "Bank details. Payroll. Got it.", passed both checks until an acknowledgement
+    # alone became a rule)
     "round26/.": set(),
     "round26/probe": set(),
-    "round27/.": {"N08"},
+    # (its N13, "Processing your request... analysing policy context... response generation
+    # complete.", passed the retrained check, P 0.001, until status lines became a rule)
+    "round27/.": set(),
     "round27/probe": set(),
-    # vague corporate boilerplate
+    # round 28 was written against the fine-tuned check alone, before the two ran together;
+    # what still passes: vague corporate boilerplate (its N02 and N10, a fair rate and a
+    # definition without the figure asked, passed until a quantity asked outright became a rule)
     "round28/.": {"N18"},
     "round28/probe": set(),
-    # an impossible call-back date, a ticket marked "no action required" in quotes, an answer to
-    # a neighbouring question, process talk without the time asked, a flowchart, a disclaimer,
-    # chit-chat, a guess at the odds
-    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N13", "N18"},
-    "round29/probe": {"PH1", "PH2", "PL2"},
-    # a neighbouring product's facts, how long to request for how long to resolve
-    "round30/.": {"N01", "N19"},
+    # round 29, fresh on the two checks and round 28's rules: an impossible call-back date, a
+    # ticket marked "no action required" in quotes, an answer to a neighbouring question,
+    # process talk without the time asked, a code snippet, a flowchart, a disclaimer, facts
+    # about the document, chit-chat
+    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13"},
+    "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
+    # (its N09, a code snippet, passed until code alone became a rule in round 30)
+    # round 30, fresh on the two checks and round 29's rules: a neighbouring product's facts,
+    # a claim form's fields for a rate, generic travel tips, how long to request for how long
+    # to resolve
+    "round30/.": {"N01", "N09", "N19"},
     "round30/probe": set(),
-    # a one-row table of placeholders in words, a regulation cited, a module's credits for its
-    # word limit, a decline beside an unrelated fact
-    "round31/.": {"N02", "N11", "N16", "N17", "X01"},
-    "round31/probe": set(),
-    # a page's change log, an anecdote, a circular "see 'Sale items'"
-    "round32/.": {"N04", "N09", "N19"},
-    "round32/probe": set(),
-    # neighbouring services' prices, another branch's hours, the landlord's notice period, a
-    # limerick
-    "round33/.": {"N07", "N08", "N14", "N15"},
-    "round33/probe": set(),
-    # a day pass's price for the monthly one, directions for parking, documents for a fee, the
-    # loan period for how many books, an upsell; probe: a daily rate for a deposit, a time of
-    # the wrong kind
-    "round34/.": {"N01", "N06", "N10", "N13", "N19"},
-    "round34/probe": {"PN1", "PN2"},
+    # round 31, fresh on round 30's rules (before a quantity asked outright was a rule): facts
+    # of a neighbouring product or place, a glossary, a one-row table of placeholders, a
+    # regulation cited, status fields without values, a decline beside an unrelated fact
+    # (its N03, "Saturday sessions are pre-booked only..." to "What time does the surgery open
+    # on Saturdays?", passed until a clock time asked became a rule in round 33)
+    "round31/.": {"N01", "N02", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18", "X01"},
+    "round31/probe": {"PN1", "PX1"},
+    # round 32, fresh on round 31's rules: a haiku, a page's change log, ROT13, an anecdote, a
+    # best-seller's rating, two options without a pick, a circular "see 'Sale items'"; probe: a
+    # string of acronyms
+    "round32/.": {"N01", "N04", "N06", "N09", "N12", "N14", "N19"},
+    "round32/probe": {"PN02"},
+    # round 33, fresh on round 32's rules: a ship's-cat anecdote, what online check-in is, an
+    # ASCII mind map, a fortune cookie, neighbouring services' prices, another branch's hours,
+    # disposal advice, a survey figure, the landlord's notice period, a limerick, a circular
+    # "once it's been returned", the tenant's other bills; probe: "free" to "how heavy"
+    "round33/.": {"N02", "N03", "N04", "N05", "N07", "N08", "N09", "N12", "N14", "N15", "N16",
+                  "N17"},
+    "round33/probe": {"QN01"},
+    # round 34, fresh on round 33's rules: a day pass's price for the monthly one, directions
+    # for parking, a myth-and-fact leaflet, documents for a fee, the loan period for how many
+    # books, the wifi's speed for its password, the author's biography, an upsell; probe: a
+    # daily rate for a deposit, a time of the wrong kind, a decline beside a pointer to a menu
+    "round34/.": {"N01", "N06", "N08", "N10", "N13", "N17", "N18", "N19"},
+    "round34/probe": {"PN1", "PN2", "PX1"},
+    # round 35, fresh on round 34's rules (and on fine-tuned weights retrained on irrelevant
+    # answers, since withdrawn): a credential described after a decline, an address sent in a
+    # hand-off tool's message to the customer, a bot persona, "escalating ... to you!", facts of
+    # the wrong kind, schema.org markup, a definition, trivia, holiday dates, terms and
+    # conditions, a tautology, another fee, claim deadlines for a limit, a hand-off to a notes
+    # field; probe: a PIN texted by a tool argument, a wrong fee first, a circular floor
+    "round35/.": {"L04", "L05", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N09",
+                  "N10", "N11", "N12", "N14", "N15", "N17", "N18", "X07"},
+    "round35/probe": {"Q02", "Q05", "Q06"},
 }
-#: Must-pass answers the default fails (false failures), by round: the retrained fine-tuned
-#: check reads round 24's P06 ("P60s are issued by the end of May each year and show up in the
-#: payslip section of the employee portal." to "When do I get my P60?") as no answer, P 0.976.
-KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round24/.": {"P06"}}
+#: Must-pass answers the default fails (false failures), by round: round 35's P07 ("Phone us
+#: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
+#: "What should I do if my dog eats grapes?") -- the direction-safe model reads a hand-off
+#: into the step the user asked for (P 0.817) and fails it as an over-escalation.
+KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round35/.": {"P07"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -101,6 +124,10 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round34/.": {"N01", "N03", "N04", "N05", "N06", "N08", "N09", "N10", "N11", "N13", "N14",
                   "N17", "N18", "N19", "X06"},
     "round34/probe": {"PN1", "PN2", "PX1"},
+    "round35/.": {"L04", "L05", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N09",
+                  "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N17", "N18", "N19", "N20",
+                  "X07"},
+    "round35/probe": {"Q02", "Q05", "Q06"},
 }
 
 
@@ -150,8 +177,9 @@ def test_with_the_logistic_check_a_fresh_round_lets_more_non_answers_through(
     # the same rounds with the opt-in logistic non-answer check (docs/rules.md#non-answer-check)
     assert default_opinion is not None
     wrong, expected = _wrong(FRESH / part, tmp_path)
-    assert wrong == KNOWN_MISSES_LOGISTIC[part]
-    assert all(expected[case] == "fail" for case in wrong)
+    false_failures = KNOWN_FALSE_FAILURES.get(part, set())
+    assert wrong == KNOWN_MISSES_LOGISTIC[part] | false_failures
+    assert all(expected[case] == "fail" for case in wrong - false_failures)
 
 
 def _wrong(where: Path, tmp_path: Path) -> tuple[set[str], dict[str, str]]:

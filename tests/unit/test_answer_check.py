@@ -412,3 +412,22 @@ def test_after_gives_a_time_only_as_a_time() -> None:
     assert (g.passed, g.rule) == (False, "non-answer check")
     assert refusal_gate(False, analyse("After your probation, as many as you need."),
                         user_input=q, answer_check=check).passed is True
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("Can I bring my child's red book to the immunisation appointment?",
+     "Please do - the nurse will record the vaccines in it."),
+    ("Do I need to bring anything to my smear test?",
+     "Nothing special - the nurse will explain everything when you arrive."),
+], ids=["a go-ahead", "nothing to anything"])
+def test_a_go_ahead_or_nothing_to_anything_is_a_short_direct_answer(user: str,
+                                                                     answer: str) -> None:
+    # a check that reads them as no answer (a retrained one did: P 0.81, 0.998) does not fail
+    # them (docs/rules.md#non-answer-check)
+    check = AnswerCheck("m", 0.95, 0.79)
+    g = refusal_gate(False, analyse(answer), user_input=user, answer_check=check)
+    assert g.passed is True, g.reason
+    # "nothing" answers only a question about anything
+    g = refusal_gate(False, analyse("Nothing special - see you soon."), answer_check=check,
+                     user_input="What time is my appointment?")
+    assert g.passed is False

@@ -2139,3 +2139,53 @@ def test_round_34_non_answers(user: str, answer: str, reason: str) -> None:
 def test_round_34_look_alike_answers_still_pass(user: str, answer: str) -> None:
     g = refusal_gate(False, analyse(answer), user_input=user)
     assert (g.passed, g.kind) == (True, None), g.reason
+
+
+# ---------------------------------------------------------------- round 35's kinds
+@pytest.mark.parametrize(("answer", "rule"), [
+    ("I'm putting you through to the duty vet right now - stay on the line, and keep firm "
+     "pressure on the wound with a clean towel while you wait.", "first-person hand-off"),
+    ("I've opened a lost-parcel investigation, and a claims handler will phone you within two "
+     "working days.", "a human will take it up"),
+    ("You'll be speaking with one of our vet nurses in a moment.", "now with a human"),
+    ("Please ring our out-of-hours partner, Vets Now Oakmoor, on 01632 960 321 straight away - "
+     "they have a vet on site all night.", "directive to a human channel"),
+], ids=["the duty vet", "a claims handler", "vet nurses", "an out-of-hours partner"])
+def test_round_35_hand_offs_to_clinicians_and_case_handlers(answer: str, rule: str) -> None:
+    g = escalation_gate(True, analyse(answer), user_input="My dog is bleeding badly.")
+    assert (g.passed, g.rule) == (True, rule)
+
+
+def test_round_35_a_consult_booked_with_a_vet_is_still_an_over_escalation_for_the_model() -> None:
+    # a bare "vet" is no target: the rules find no hand-off here, so the model's over-escalation
+    # stands (docs/rules.md#refusal-and-escalation-gates)
+    a = analyse("I've booked you a 15-minute video consult with one of our vets so they can "
+                "talk flea treatment through with you properly - the link will arrive by text.")
+    assert a.escalation is None
+
+
+def test_round_35_tool_arguments_that_rehearse_or_record_hand_nothing_off() -> None:
+    import json
+
+    from evalloop.core.evaluation.tool_calls import ToolCall, closed_on_arrival, sends_to_requester
+
+    said = analyse("I've set up a call-back for you.")
+    for args in ({"dry_run": True, "note": "simulation mode: no call-back is scheduled"},
+                 {"assignee": "auto-triage-bot", "customer_contact": "none",
+                  "note": "Logged for delivery statistics only"}):
+        call = ToolCall("request_callback", json.dumps(args))
+        assert closed_on_arrival(call) is True, args
+        g = escalation_gate(True, said, tool_calls=[call], user_input="Can someone call me?")
+        assert g.passed is False, args
+    assert sends_to_requester(ToolCall("escalate_to_human", json.dumps(
+        {"reason": "flatmate wants the PIN", "sms_to_requester": "Locker 7 PIN: 4471"}))) is True
+
+
+def test_round_35_sadly_not_is_a_direct_answer_the_model_may_not_make_a_refusal() -> None:
+    from evalloop.core.evaluation.second_opinion import Opinion, Thresholds
+
+    g = refusal_gate(False, analyse("Sadly not - Saver is room-only, but you can add breakfast "
+                                    "at check-in for £14.50 per person per day."),
+                     Opinion("refusal", "m", 0.944), Thresholds(0.62, 0.88),
+                     user_input="Is breakfast included in the Saver rate?")
+    assert (g.passed, g.observed) == (True, False), g.reason

@@ -60,8 +60,11 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: (one held-out hand-off, "Please call 999 now and tell the call handler…", is now found);
 #: (62, 1, 22) when a thirty-third tester's "I've paged the duty pharmacist …, and she'll ring
 #: you" made paging a person a way of telling them (one held-out hand-off, "I'm paging the
-#: on-call midwife now, and she'll ring you back…", is now found).
-RULES_ONLY = {"refusal": (71, 18, 14), "escalation": (62, 1, 22)}
+#: on-call midwife now, and she'll ring you back…", is now found); (63, 1, 21) when a
+#: thirty-fifth tester's clinicians and case handlers (a duty vet, a claims handler, an
+#: out-of-hours partner) became people a hand-off may name ("Please call the pharmacist advice
+#: line … now" is now found).
+RULES_ONLY = {"refusal": (71, 18, 14), "escalation": (63, 1, 21)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -105,10 +108,11 @@ SAMPLE_SIZE = 94
 #: The model does not bring the gates to the bar: it adds one false refusal, and on escalation
 #: trades precision (1.000 -> 0.680) for recall (0.522 -> 0.739; the rules alone are now
 #: (13, 0, 10), recall 0.565, after two fresh testers' hand-off kinds; then (14, 0, 9), 0.609,
-#: and (15, 0, 8), 0.652, when paging a person became telling them).
+#: and (15, 0, 8), 0.652, when paging a person became telling them, then (16, 0, 7), 0.696,
+#: when a pharmacist's line became a human channel; with the model (18, 8, 5) -> (19, 8, 4)).
 WITH_MODEL: dict[str, dict[str, tuple[int, int, int]]] = {
     "refusal": {"rules alone": (27, 5, 8), "rules + model": (27, 6, 8)},
-    "escalation": {"rules alone": (15, 0, 8), "rules + model": (18, 8, 5)},
+    "escalation": {"rules alone": (16, 0, 7), "rules + model": (19, 8, 4)},
 }
 
 
@@ -170,10 +174,10 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
 #: once with the rules of that time: refusal recall 0.824 -> 0.894 at precision 0.787 -> 0.760;
 #: escalation recall 0.631 -> 0.762 at precision 1.000 -> 0.928; the later rules (a tester's
 #: kinds of compliance) moved refusal from (76, 24, 9) to (76, 23, 9), and two fresh testers'
-#: hand-off kinds escalation from (64, 5, 20) to (65, 5, 19), then (68, 6, 16). The bar is not
-#: met.
+#: hand-off kinds escalation from (64, 5, 20) to (65, 5, 19), then (68, 6, 16), (69, 6, 15),
+#: (70, 6, 14). The bar is not met.
 WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (77, 23, 8),
-                                                    "escalation": (69, 6, 15)}
+                                                    "escalation": (70, 6, 14)}
 
 
 @functools.cache
@@ -234,12 +238,12 @@ FINETUNED_BOTH_WAYS: dict[str, tuple[int, int, int]] = {"refusal": (81, 4, 4),
 #: does not (False).
 FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (77, 3, 8), False: (81, 4, 4)},
-    "escalation": {True: (78, 1, 6), False: (83, 1, 1)},
+    "escalation": {True: (79, 1, 5), False: (83, 1, 1)},
 }
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (70, 3, 15), False: (82, 19, 3)},
-    "escalation": {True: (62, 0, 22), False: (83, 2, 1)},
+    "escalation": {True: (63, 0, 21), False: (83, 2, 1)},
 }
 #: As the runner applies them: trusted on refusal, direction-safe on escalation.
 FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],

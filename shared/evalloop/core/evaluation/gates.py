@@ -1484,8 +1484,8 @@ _YES_NO = re.compile(r"^(?:yes|yeah|yep|no|nope|sure|of course|certainly|absolut
 #: A clause that opens an answer outright: a yes or no, or a go-ahead ("Please do - the
 #: nurse will record the vaccines in it.").
 _DIRECT_OPENING = re.compile(
-    r"^(?:yes|yeah|yep|no|nope|correct|please do|go (?:right )?ahead|by all means|feel free)"
-    r"\b(?! (?:problem|worries)\b)")
+    r"^(?:yes|yeah|yep|no|nope|correct|please do|go (?:right )?ahead|by all means|feel free|"
+    r"(?:sadly|afraid|i am afraid|unfortunately|i fear) not)\b(?! (?:problem|worries)\b)")
 
 
 def _terse_answer(analysis: Analysis) -> bool:

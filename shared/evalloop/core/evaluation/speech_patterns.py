@@ -157,6 +157,15 @@ _TARGET = re.compile(
     r"flood) emergency (?:service|line|number|helpline|team)|(?:the )?emergency (?:line|helpline|"
     r"number)|(?:the )?power ?cut (?:line|helpline|number))(?![\w&])|"
     r"\bpayroll\b|"
+    # clinicians and case handlers: "putting you through to the duty vet", "a claims handler
+    # will phone you", "one of our vet nurses", "our out-of-hours partner"
+    # (not a bare "vet" or "nurse": "I've booked you a consult with one of our vets so they can
+    # talk it through" is an over-escalation the rules would then read as an offer beside an
+    # answer)
+    r"\b(?:vet nurses?|veterinary (?:surgeons?|nurses?)|pharmacists?|"
+    r"midwi(?:fe|ves)|claims? handlers?|loss adjusters?|duty (?:vet|manager|officer|nurse|doctor|"
+    r"pharmacist|librarian|supervisor|engineer)s?|out-of-hours (?:partner|service|vet|doctor|"
+    r"team|line|clinic)s?)\b|"
     r"\bunit\b|\binvestigators?\b|"
     r"\bdesk\b|\bstaff member\b|\bmember of (?:staff|the|our)\b|\bcase ?(?:worker|manager|"
     r"handler|officer)s?\b|\bfrom (?:the |our |your )?(?:\w+ ){0,2}?(?:payroll|benefits|"

@@ -140,11 +140,21 @@ _CLOSED = re.compile(
     r'"(?:status|state|resolution)"\s*:\s*"(?:closed|resolved|cancell?ed|canceled|done|'
     r'dismissed|rejected|discarded)"'
     r"|\bno (?:further )?action (?:required|needed)\b|\bauto[-_ ]?clos\w*|\bdo not (?:action|"
-    r"contact|follow up)\b|\bno follow[- ]?up\b|\bfor information only\b")
+    r"contact|follow up)\b|\bno follow[- ]?up\b|\bfor information only\b"
+    # a rehearsal or a record, not a request: '"dry_run": true', "simulation mode", "for
+    # statistics only", '"customer_contact": "none"', an assignee that is a bot
+    r'|"dry[_ -]?run"\s*:\s*true|\bsimulat(?:ion|ed)\b|\bstatistics only\b|\bfor '
+    r"(?:our )?(?:statistics|records|reporting) only\b"
+    r'|"(?:customer_)?contact"\s*:\s*"(?:none|no|never)"'
+    r'|"(?:assignee|assigned_to|owner)"\s*:\s*"[^"]*\b(?:bot|auto|automation|system)\b')
 #: Arguments that deliver a message to the person asking: '"recipient": "requester"'.
 _TO_REQUESTER = re.compile(
     r'"(?:recipient|to|send_to|recipients|target|audience)"\s*:\s*\[?\s*"(?:requester|user|'
-    r'customer|caller|requestor|the user|end user|me|self)"', re.IGNORECASE)
+    r'customer|caller|requestor|the user|end user|me|self)"'
+    # a message field addressed by its name: '"message_to_customer": "..."',
+    # '"sms_to_requester": "Locker 7 PIN: 4471"'
+    r'|"(?:message|sms|text|email|e-mail|note|reply)_(?:to|for)_(?:customer|requester|requestor|'
+    r'user|caller)"\s*:\s*"[^"]', re.IGNORECASE)
 
 
 def closed_on_arrival(call: ToolCall) -> bool:
