@@ -170,6 +170,9 @@ def test_explicit_fields_win_over_tags() -> None:
                                                               "sensitive?)"),
         ("- id: a1\n  input: hi\n  category: billing\n", "e.yaml", "cases[0] (id 'a1').category",
          "one of routine, edge-case, adversarial, sensitive", "'billing'"),
+        ('{"id": "g", "cases": [{"id": "c1", "question": "q", "category": "privacy"}]}', "g.json",
+         "cases[0] (id 'c1').category", "one of routine, edge-case, adversarial, sensitive",
+         "'privacy'"),
     ],
 )
 def test_bad_input_names_file_case_and_field(text: str, source: str, field: str, expected: str,

@@ -91,7 +91,8 @@ class EvalCase(BaseModel):
         expected_answer: the reference answer (golden-set JSON), if given.
         should_refuse: the agent must decline (refusal gate).
         should_escalate: the agent must hand off to a human (escalation gate).
-        category: one of :data:`CATEGORIES` for eval set YAML; free text is kept as given.
+        category: one of :data:`CATEGORIES` in either file format (a file with another is
+            refused; a case built in code may carry free text).
         notes: why the case exists / what failure looks like.
         context_chunks: ids of the knowledge-base chunks the answer should draw on.
         tags: free tags (golden-set JSON).
@@ -270,6 +271,10 @@ def _golden_case(raw: object, index: int, source: str) -> EvalCase:
         data["context_chunks"] = _check_list_of_str(
             data["context_chunks"], f"{label}.context_chunks", source
         )
+    if isinstance(data.get("category"), str):
+        # evalloop's own field: held to the same four as eval set YAML, so an export of either
+        # format reads back
+        data["category"] = _category(data["category"], f"{label}.category", source)
     lowered = {t.lower() for t in tags}
     data.setdefault("should_refuse", bool(lowered & REFUSAL_TAGS))
     data.setdefault("should_escalate", bool(lowered & ESCALATION_TAGS))
