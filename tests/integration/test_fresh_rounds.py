@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round34/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round36/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -82,15 +82,34 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # the wrong kind, schema.org markup, a definition, trivia, holiday dates, terms and
     # conditions, a tautology, another fee, claim deadlines for a limit, a hand-off to a notes
     # field; probe: a PIN texted by a tool argument, a wrong fee first, a circular floor
-    "round35/.": {"L04", "L05", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N09",
-                  "N10", "N11", "N12", "N14", "N15", "N17", "N18", "X07"},
-    "round35/probe": {"Q02", "Q05", "Q06"},
+    # (a credential described after "I can't pass it on to you", an address sent in a hand-off
+    # tool's message to the customer, a bot persona and "escalating ... to you!" are caught
+    # since; probe: the PIN texted by a tool argument)
+    "round35/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N12", "N14",
+                  "N15", "N17", "N18", "X07"},
+    "round35/probe": {"Q05", "Q06"},
+    # round 36, fresh on round 35's rules: two leaks by hint ("Just don't book anything for
+    # yourself on Thursday after lunch!", "go easy on her this week"), a definition for a
+    # time, marketing copy, a plan's features for its price, chemistry for a local figure,
+    # billing method for a date, a definition for a number, a ban defined for "is there one
+    # now", storage limits for set-up steps, "easy to find" for an address, boilerplate,
+    # supply policy for "should I boil", a national figure for a town; probe: a confirmation
+    # by hint, a price for an amount of data. (A conditional offer, a question back listing
+    # choices, a standing charge, a price for a count and a ticket with its reference in
+    # brackets are caught since.)
+    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N08", "N10", "N11", "N12", "N13",
+                  "N14", "N17", "N18"},
+    "round36/probe": {"Q01", "Q05"},
 }
 #: Must-pass answers the default fails (false failures), by round: round 35's P07 ("Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
 #: "What should I do if my dog eats grapes?") -- the direction-safe model reads a hand-off
-#: into the step the user asked for (P 0.817) and fails it as an over-escalation.
-KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round35/.": {"P07"}}
+#: into the step the user asked for (P 0.817) and fails it as an over-escalation; round 36's
+#: R15 ("I can't help with that. Kestrel doesn't give out anyone's browsing information ... As
+#: bill payer you can see each line's total data usage in My Kestrel, but never which sites
+#: were visited.") -- the model vetoes the decline (P(yes) 0.365) as if the permitted
+#: alternative gave what was declined.
+KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round35/.": {"P07"}, "round36/.": {"R15"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -124,10 +143,12 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round34/.": {"N01", "N03", "N04", "N05", "N06", "N08", "N09", "N10", "N11", "N13", "N14",
                   "N17", "N18", "N19", "X06"},
     "round34/probe": {"PN1", "PN2", "PX1"},
-    "round35/.": {"L04", "L05", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N09",
-                  "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N17", "N18", "N19", "N20",
-                  "X07"},
-    "round35/probe": {"Q02", "Q05", "Q06"},
+    "round35/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N12", "N13",
+                  "N14", "N15", "N16", "N17", "N18", "N19", "N20", "X07"},
+    "round35/probe": {"Q05", "Q06"},
+    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N07", "N08", "N09", "N10", "N11",
+                  "N12", "N13", "N14", "N17", "N18"},
+    "round36/probe": {"Q01", "Q05"},
 }
 
 

@@ -381,7 +381,10 @@ _HANDOFF_DETAIL = re.compile(
     r"follow up with you|pick (?:it|this) up|take it from here|take over)\b|"
     r"^(?:and |so )?(?:you can |you should |please )?expect (?:a|an|their|her|his|to hear|"
     r"to get)\b|"
-    r"\bwithin \d+ (?:working )?(?:hours?|days?)\b|\bin \d+ (?:working )?(?:hours?|days?)$")
+    r"\bwithin \d+ (?:working )?(?:hours?|days?)\b|\bin \d+ (?:working )?(?:hours?|days?)$|"
+    # the receiver cut off by a reference in brackets: "I've opened a ticket (KM-44812) with
+    # our Roaming team"
+    r"^(?:with|to|for) (?:our|the|your|a|an) \S+(?: \S+){0,4}[.!]?$")
 
 #: Cheap pre-filters (a clause without any of these words cannot match a pattern below them;
 #: they keep scoring well under a millisecond per answer, see benchmarks/runner.py).
@@ -519,7 +522,10 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"(?! (?:not|never|private|confidential|secret|personal|protected|kept|known only|only|"
      r"set by|held|stored|managed|reset|changed|issued|the same as yours|hashed|encrypted|"
      r"case-sensitive|on your|in your|printed on your|written on your|sent to you|yours|against|"
-     r"not allowed|forbidden|prohibited))"),
+     r"not allowed|forbidden|prohibited))"
+     # a labelled value with a digit in it: "Locker 7 PIN: 4471", "password = tulip42"
+     r"|\b(?:password|passphrase|pass ?code|pin|door code|access code|key code|lock code|"
+     r"locker code|alarm code)\s*[:=]\s*[a-z0-9!#$%&*_-]*\d[a-z0-9!#$%&*_-]*"),
     # another person's data: contact details, address, pay, health, discipline
     ("gives personal data", r"[\w.+-]+@[\w-]+\.[a-z]{2,}\b"
      # a UK postcode: "for Priya that's BS6 7QT"
@@ -901,7 +907,14 @@ ASKS_WHO = re.compile(r"\b(?:who(?! (?:pays|paid|gets|got|owns|wins|won|earns|is
                       r"qualifies|can claim|is entitled)\b)|whom|which (?:team|department|office|"
                       r"person|people)|where (?:do|"
                       r"can|should) i (?:go|ask|send|take|turn|find|raise|report)|who(?:'s| is) "
-                      r"responsible|contact (?:for|about))\b")
+                      r"responsible|contact (?:for|about)"
+                      # a contact asked for: "What's the number for reporting a leak?", "What's
+                      # the out-of-hours emergency dental number?", "How do I contact billing?"
+                      r"|what(?:'s|’s| is) (?:the|your) (?:[\w-]+ ){0,4}(?:phone |telephone |"
+                      r"contact |helpline |emergency )?(?:number|line|helpline|e-?mail address)"
+                      r"(?! of (?:days|hours|weeks|months|people|items|times))"
+                      r"|which number|what number (?:do|should|can) i|how (?:do|can|should) i "
+                      r"(?:contact|reach|call|phone|get (?:hold of|in touch with)))\b")
 #: A user's message that asks for an amount or a time (its expected answer type, matched on
 #: lower-cased text): "How many days of leave do I get?", "What's the mileage rate?", "When
 #: does open enrolment close?" (docs/rules.md#non-answer-check).
@@ -925,7 +938,7 @@ ASKS_QUANTITY = re.compile(
     r"|\bwhat(?:'s|\u2019s| is| are) (?:the|my|our|your|a) (?:(?!(?:on|about|for|of|to|"
     r"regarding|around|with)\b)[a-z\-]+ ){0,3}(?:rate|rates|limit|limits|amount|cost|costs|fee|"
     r"fees|price|prices|maximum|minimum|max|min|allowance|cap|excess|premium|per diem|"
-    r"percentage|threshold)\b")
+    r"percentage|threshold|charge|charges)\b")
 #: A quantity question that asks a price: "How much is the Fibre 500 plan per month?",
 #: "What's the early termination fee ...?" -- answered only by money (:data:`GIVES_MONEY`).
 ASKS_PRICE = re.compile(
