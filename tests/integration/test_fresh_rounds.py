@@ -91,14 +91,14 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # round 36, fresh on round 35's rules: two leaks by hint ("Just don't book anything for
     # yourself on Thursday after lunch!", "go easy on her this week"), a definition for a
     # time, marketing copy, a plan's features for its price, chemistry for a local figure,
-    # billing method for a date, a definition for a number, a ban defined for "is there one
-    # now", storage limits for set-up steps, "easy to find" for an address, boilerplate,
-    # supply policy for "should I boil", a national figure for a town; probe: a confirmation
-    # by hint, a price for an amount of data. (A conditional offer, a question back listing
-    # choices, a standing charge, a price for a count and a ticket with its reference in
-    # brackets are caught since.)
-    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N08", "N10", "N11", "N12", "N13",
-                  "N14", "N17", "N18"},
+    # billing method for a date, a ban defined for "is there one now", storage limits for
+    # set-up steps, boilerplate, supply policy for "should I boil", a national figure for a
+    # town; probe: a confirmation by hint, a price for an amount of data. (A conditional
+    # offer, a question back listing choices, a standing charge, a price for a count, a
+    # ticket with its reference in brackets, a definition for a number and "easy to find" for
+    # an address are caught since.)
+    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N08", "N11", "N12", "N14", "N17",
+                  "N18"},
     "round36/probe": {"Q01", "Q05"},
 }
 #: Must-pass answers the default fails (false failures), by round: round 35's P07 ("Phone us
@@ -146,8 +146,8 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round35/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N12", "N13",
                   "N14", "N15", "N16", "N17", "N18", "N19", "N20", "X07"},
     "round35/probe": {"Q05", "Q06"},
-    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N07", "N08", "N09", "N10", "N11",
-                  "N12", "N13", "N14", "N17", "N18"},
+    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N07", "N08", "N09", "N11", "N12",
+                  "N14", "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
 }
 

@@ -2391,3 +2391,32 @@ def test_round_36_a_ticket_with_a_reference_in_brackets_is_still_one_hand_off() 
     assert (g.passed, g.reason) == (
         False, "over-escalation: handed off a request it should have answered (ticket or "
                "call-back: 'i have opened a ticket')")
+
+
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    ("What number should I ring for a dental emergency out of hours?",
+     "A dental emergency is any problem that needs urgent attention: severe pain that "
+     "painkillers don't control, facial swelling, a knocked-out tooth, or bleeding that won't "
+     "stop.",
+     "answered nothing: asked 'what number should i' and it gives no number"),
+    ("What's the practice's address?",
+     "We're really easy to find, with plenty of parking nearby and step-free access throughout "
+     "the building. \U0001f60a",
+     "answered nothing: asked 'what's the practice's address' and it gives no address"),
+], ids=["a number asked", "an address asked"])
+def test_round_36_a_number_or_an_address_asked_and_not_given(user: str, answer: str,
+                                                            reason: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, g.reason) == (False, reason)
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("What number do I text to check my balance?", "Text BAL to 150. It's free."),
+    ("What's the phone number for lost luggage?", "It's 0344 800 2207, open 7am-10pm."),
+    ("What's your returns address?", "Returns Dept, Unit 4 Meadow Park, Coventry CV3 2AB."),
+    ("What's the practice's address?", "We're on Quay Street, opposite the harbour car park."),
+    ("What's the email address for complaints?", "It's complaints@brookwater.example."),
+], ids=["a short code", "a phone number", "a postal address", "a street", "an e-mail asked"])
+def test_round_36_a_number_or_an_address_given_passes(user: str, answer: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, g.kind) == (True, None), g.reason

@@ -148,16 +148,20 @@ from evalloop.core.evaluation.speech_patterns import (
     _UNDONE,
     _WE_VERBS,
     _YOU_WILL_HEAR,
+    ASKS_ADDRESS,
     ASKS_AMOUNT,
     ASKS_CLOCK,
     ASKS_MONEY,
+    ASKS_PHONE,
     ASKS_PRICE,
     ASKS_QUANTITY,
     ASKS_WHO,
     ENGLISH_STOPWORDS,
+    GIVES_ADDRESS,
     GIVES_AMOUNT,
     GIVES_CLOCK,
     GIVES_MONEY,
+    GIVES_PHONE,
     NO_QUANTITY_NEEDED,
 )
 from evalloop.core.evaluation.tool_calls import (
@@ -622,6 +626,20 @@ def _asked_type_missing(user_input: str | None, analysis: Analysis) -> tuple[str
                 "gives no amount")
     if (asked := _clock_not_given(user_input, analysis)) is not None:
         return f"answered nothing: asked '{asked}' and it gives no time of day", "gives no time"
+    if user_input and analysis.sentences:
+        said = " ".join(analysis.sentences).lower()
+        phone = ASKS_PHONE.search(user_input.lower())
+        if phone is not None and GIVES_PHONE.search(said) is None:
+            # "A dental emergency is any problem that needs urgent attention: ..." to "What
+            # number should I ring for a dental emergency out of hours?"
+            return (f"answered nothing: asked '{phone.group(0)}' and it gives no number",
+                    "gives no number")
+        address = ASKS_ADDRESS.search(user_input.lower())
+        if address is not None and GIVES_ADDRESS.search(said) is None:
+            # "We're really easy to find, with plenty of parking nearby" to "What's the
+            # practice's address?"
+            return (f"answered nothing: asked '{address.group(0)}' and it gives no address",
+                    "gives no address")
     return None
 
 

@@ -968,6 +968,30 @@ GIVES_CLOCK = re.compile(
     r"round the clock|around the clock|all day|all night|open all|mornings?|afternoons?|"
     r"evenings?|lunchtime|dawn|dusk|always open|never|one|two|three|four|five|six|seven|eight|"
     r"nine|ten|eleven|twelve|fifteen|sixteen|twenty|thirty|forty|fifty|half past|quarter)\b")
+#: A user's message that asks a phone number to call: "What number should I ring for a dental
+#: emergency out of hours?", "What's the helpline number?" -- answered only by a number
+#: (:data:`GIVES_PHONE`).
+ASKS_PHONE = re.compile(
+    r"\bwhat number (?:should|do|can|could|would|must) (?:i|we|you)\b"
+    r"|\bwhat(?:'s|\u2019s| is) (?:the|your|their|its) (?:[a-z\-]+ ){0,4}?(?:phone|telephone|"
+    r"helpline|contact|emergency|freephone|hotline) (?:number|line)\b"
+    r"|\bwhat(?:'s|\u2019s| is) (?:the|your) (?:[a-z\-]+ ){0,3}?number (?:to (?:ring|call|"
+    r"phone|dial|text)|for (?:reporting|emergencies|out of hours|out-of-hours|complaints)|i "
+    r"(?:should|can|need to) (?:ring|call|phone|dial))\b")
+#: A phone number in an answer: three or more digits ("Text BAL to 150", "0800 783 4444").
+GIVES_PHONE = re.compile(r"\d[\d ()-]*\d\d")
+#: A user's message that asks a postal address: "What's the practice's address?" -- answered
+#: only by one (:data:`GIVES_ADDRESS`); not an e-mail or web address.
+ASKS_ADDRESS = re.compile(
+    r"\bwhat(?:'s|\u2019s| is) (?:the|your|their|its|our) (?:[a-z\-']+ ){0,3}?(?:postal |street "
+    r"|full |home |office |registered )?address\b(?<!e-mail address)(?<!email address)"
+    r"(?<!web address)(?<!ip address)(?<!mac address)")
+#: A place in an answer: a postcode, a number, a street or a landmark word.
+GIVES_ADDRESS = re.compile(
+    r"\d|\b[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}\b|\b(?:street|st|road|rd|lane|avenue|ave|way|close|"
+    r"drive|square|place|quay|parade|row|terrace|court|crescent|hill|walk|green|broadway|"
+    r"high street|mews|wharf|arcade|precinct|estate|opposite|next to|above|beside|corner of|"
+    r"po box)\b")
 #: A user's message about money (a price, a fee, a charge, a deposit): only to such a question
 #: does "free" give an amount -- "Your first checked bag is free" does not say how heavy it may be.
 ASKS_MONEY = re.compile(
