@@ -47,14 +47,59 @@ RECIPE = Config("lora-r16-1e-3-e3-pair-qbal", "lora", 1e-3, 3, lora_r=16)
 FOLDS = 3
 MAX_FALSE_FLAGS = 0.01
 ROUND_FILES = ("answer_check_train.yaml", "answer_check_r25.yaml")
+#: Tried and not shipped (docs/rules.md#non-answer-check): ``--with-relevance`` adds it.
+RELEVANCE_FILE = "answer_check_relevance.yaml"
+FEEDBACKQA_SOURCES = ("UK", "WHO", "CDC", "Australia")
+PROPER_RATINGS = ({"Excellent"}, {"Excellent", "Acceptable"}, {"Acceptable"})
 
 
-def items() -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Every training item (``user``, ``answer``, ``non_answer``, ``fold``) and the files'
-    SHA-256."""
+def feedbackqa_items(data_dir: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """FeedbackQA's human-rated validation split as training items: a passage every rater
+    called ``Bad`` is a non-answer to its question, one rated only ``Excellent`` and/or
+    ``Acceptable`` a proper answer; mixed verdicts are left out. The text is the passage's
+    ``reference.section_content``, white space normalised as the replay does
+    (:func:`evalloop.replay.feedbackqa.normalise`). The fold is a hash of the question, so a
+    question's passages are validated together. Only ``*_feedback_valid.json`` is read (the
+    test split is never tuned on: docs/judge.md#feedbackqa).
+
+    Raises:
+        FileNotFoundError: ``data_dir/feedbackqa/<Source>_feedback_valid.json`` is missing.
+    """
+    from evalloop.replay.feedbackqa import normalise
+
     out: list[dict[str, Any]] = []
     shas: dict[str, str] = {}
-    for name in ROUND_FILES:
+    for source in FEEDBACKQA_SOURCES:
+        path = data_dir / "feedbackqa" / f"{source}_feedback_valid.json"
+        shas[f"feedbackqa/{path.name}"] = gnet.file_sha256(path)
+        for n, rec in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+            ratings = set(rec["rating"])
+            if ratings == {"Bad"}:
+                bad = True
+            elif ratings in PROPER_RATINGS:
+                bad = False
+            else:
+                continue
+            k = int(hashlib.sha256(rec["question"].encode()).hexdigest(), 16) % FOLDS
+            out.append({"id": f"fqa-{source.lower()}-{n:04d}", "user": rec["question"],
+                        "answer": normalise(rec["passage"]["reference"]["section_content"]),
+                        "non_answer": bad, "fold": k})
+    return out, shas
+
+
+def items(data_dir: Path | None = None, *, relevance: bool = False
+          ) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Every training item (``user``, ``answer``, ``non_answer``, ``fold``) and the files'
+    SHA-256. The shipped weights use neither option (both were tried and not shipped,
+    docs/rules.md#non-answer-check): with ``relevance`` the writer's contrast pairs of true but
+    irrelevant answers (:data:`RELEVANCE_FILE`) join the rounds; with ``data_dir`` (the shared
+    public-data folder) FeedbackQA's rated validation split too (:func:`feedbackqa_items`)."""
+    out: list[dict[str, Any]] = []
+    shas: dict[str, str] = {}
+    rated: list[dict[str, Any]] = []
+    if data_dir is not None:
+        rated, shas = feedbackqa_items(data_dir)
+    for name in ROUND_FILES + ((RELEVANCE_FILE,) if relevance else ()):
         shas[name] = gnet.file_sha256(DATA / name)
         for it in yaml.safe_load((DATA / name).read_text(encoding="utf-8"))["items"]:
             out.append({"id": it["id"], "user": it["user"], "answer": it["answer"],
@@ -62,6 +107,7 @@ def items() -> tuple[list[dict[str, Any]], dict[str, str]]:
     rounds = sorted({i["round"] for i in out})  # dealt round-robin in their order
     for it in out:
         it["fold"] = rounds.index(it.pop("round")) % FOLDS
+    out.extend(rated)
     for path in sorted(DATA.glob("train_*.yaml")):
         shas[path.name] = gnet.file_sha256(path)
         for it in yaml.safe_load(path.read_text(encoding="utf-8"))["items"]:
@@ -107,11 +153,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--oof", type=Path, help="write the out-of-fold P(non-answer) per id here")
+    ap.add_argument("--reuse-oof", type=Path, help="take the out-of-fold P(non-answer) per id "
+                    "from this file (an earlier run's --oof over the same items) instead of "
+                    "training the folds again")
+    ap.add_argument("--with-relevance", action="store_true", help="add the contrast pairs of "
+                    f"true but irrelevant answers ({RELEVANCE_FILE}; tried, not shipped)")
+    ap.add_argument("--with-feedbackqa", action="store_true", help="add FeedbackQA's "
+                    "human-rated validation split (tried, not shipped)")
+    ap.add_argument("--data", type=Path, help="with --with-feedbackqa: the shared public-data "
+                    "folder holding feedbackqa/ (default: EVALLOOP_SHARED_DATA or ../shared/data)")
     args = ap.parse_args(argv)
+    from evalloop.agent.kb import shared_data_dir
+
+    data_dir = None
+    if args.with_feedbackqa:
+        data_dir = args.data or shared_data_dir()
+        if data_dir is None:
+            ap.error("the shared public-data folder (feedbackqa/) was not found: pass --data DIR")
     import torch
 
     torch.set_num_threads(2)
-    data, shas = items()
+    data, shas = items(data_dir, relevance=args.with_relevance)
     tok = gnet.load_tokenizer(gnet.base_model_path())
     enc = gnet.encode_pairs(tok, [i["user"] for i in data], [i["answer"] for i in data])
     y = np.array([i["non_answer"] for i in data])
@@ -119,7 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(data)} items, {int(y.sum())} non-answers, {FOLDS} folds: "
           f"{[int((folds == k).sum()) for k in range(FOLDS)]}", flush=True)
     oof = np.zeros(len(data))
-    for k in range(FOLDS):
+    if args.reuse_oof is not None:
+        earlier = json.loads(args.reuse_oof.read_text(encoding="utf-8"))
+        if set(earlier) != {i["id"] for i in data}:
+            ap.error(f"{args.reuse_oof} holds other items than these {len(data)}")
+        oof = np.array([earlier[i["id"]] for i in data])
+    for k in range(0 if args.reuse_oof is not None else FOLDS):
         t0 = time.time()
         train_idx = np.flatnonzero(folds != k)
         test_idx = np.flatnonzero(folds == k)

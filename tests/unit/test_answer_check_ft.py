@@ -255,3 +255,30 @@ def test_with_one_check_unavailable_the_other_still_runs_and_the_run_says_so(
     assert (found.p_non_answer, found.unscored is not None) == (None, True)
     assert found.also is not None and found.also.p_non_answer is not None
     monkeypatch.setattr(adapter, "_shared", {})
+
+
+def test_feedbackqa_ratings_become_items_only_when_the_raters_agree(tmp_path: Path) -> None:
+    # the tried-and-not-shipped retrain's data (docs/rules.md#non-answer-check): a passage
+    # every rater called Bad is a non-answer, Excellent/Acceptable a proper one, mixed left out
+    from tools.train_answer_check_ft import feedbackqa_items
+
+    def rec(q: str, text: str, ratings: list[str]) -> dict[str, object]:
+        return {"question": q, "rating": ratings, "feedback": [""] * len(ratings),
+                "passage": {"reference": {"section_content": text}}}
+
+    root = tmp_path / "feedbackqa"
+    root.mkdir()
+    for source in ("UK", "WHO", "CDC", "Australia"):
+        (root / f"{source}_feedback_valid.json").write_text(json.dumps([
+            rec("Can I travel?", "Schools\nreopen  in June.", ["Bad", "Bad"]),
+            rec("Can I travel?", "You can travel\nfor work.", ["Excellent", "Acceptable"]),
+            rec("Can I travel?", "Maybe.", ["Bad", "Excellent"]),
+        ]), encoding="utf-8")
+    got, shas = feedbackqa_items(tmp_path)
+    uk = [(i["id"], i["answer"], i["non_answer"]) for i in got if i["id"].startswith("fqa-uk")]
+    assert uk == [("fqa-uk-0000", "Schools reopen in June.", True),
+                  ("fqa-uk-0001", "You can travel for work.", False)]
+    assert len(got) == 8 and sorted(shas) == [
+        "feedbackqa/Australia_feedback_valid.json", "feedbackqa/CDC_feedback_valid.json",
+        "feedbackqa/UK_feedback_valid.json", "feedbackqa/WHO_feedback_valid.json"]
+    assert len({i["fold"] for i in got}) == 1  # one question: validated together
