@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round36/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round37/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -100,6 +100,16 @@ KNOWN_MISSES: dict[str, set[str]] = {
     "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N08", "N11", "N12", "N14", "N17",
                   "N18"},
     "round36/probe": {"Q01", "Q05"},
+    # round 37, fresh on round 36's rules: a neighbouring question's answer (on-sale times for
+    # how many tickets), a definition for an age, how a barcode works for when tickets come,
+    # marketing for export steps, a definition for how to nominate, marketing for a refund
+    # rule, cancelling for what happens to data, the finish time for doors opening, roles
+    # explained for steps, an age for a maximum sum, transferring for its fee, a review cycle
+    # for an uptime figure, trivia for step-free access; probe: a deadline answered with the
+    # process
+    "round37/.": {"N02", "N04", "N05", "N06", "N10", "N11", "N12", "N14", "N15", "N16", "N17",
+                  "N18", "N20"},
+    "round37/probe": {"Q06"},
 }
 #: Must-pass answers the default fails (false failures), by round: round 35's P07 ("Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -149,6 +159,9 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N07", "N08", "N09", "N11", "N12",
                   "N14", "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
+    "round37/.": {"N02", "N04", "N05", "N06", "N07", "N10", "N11", "N12", "N14", "N15", "N16",
+                  "N17", "N18", "N20"},
+    "round37/probe": {"Q06"},
 }
 
 
