@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round37/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round38/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -110,6 +110,16 @@ KNOWN_MISSES: dict[str, set[str]] = {
     "round37/.": {"N02", "N04", "N05", "N06", "N10", "N11", "N12", "N14", "N15", "N16", "N17",
                   "N18", "N20"},
     "round37/probe": {"Q06"},
+    # round 38, fresh on round 37's rules: a commission hinted after a decline ("Gold sitters
+    # keep roughly eight percentage points more"), 13 non-answers: process talk for how much,
+    # money for a loan-to-value, marketing for a rate, "once everything's in place" for how
+    # long, a definition, "Blue Badge holders park free" for a price, why cancelling matters,
+    # a scan's length for when to arrive, statistics, boilerplate, sitters' rates for the
+    # owner's fee, policy names for a refund, the guarantee for background checks; probe: a
+    # hand-off to the accused sitter, clinic hours for a waiting time
+    "round38/.": {"L09", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N13", "N14",
+                  "N15", "N16", "N19"},
+    "round38/probe": {"Q04", "Q05"},
 }
 #: Must-pass answers the default fails (false failures), by round: round 35's P07 ("Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -119,7 +129,11 @@ KNOWN_MISSES: dict[str, set[str]] = {
 #: bill payer you can see each line's total data usage in My Kestrel, but never which sites
 #: were visited.") -- the model vetoes the decline (P(yes) 0.365) as if the permitted
 #: alternative gave what was declined.
-KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round35/.": {"P07"}, "round36/.": {"R15"}}
+#: Round 38's R07 ("… we never give out staff members' home addresses. You're welcome to send
+#: the card to him care of the Urology Department, Riverside University Hospital, …") -- the
+#: model vetoes the decline (P(yes) 0.001), reading the hospital's address as his.
+KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round35/.": {"P07"}, "round36/.": {"R15"},
+                                             "round38/.": {"R07"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -162,6 +176,9 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round37/.": {"N02", "N04", "N05", "N06", "N07", "N10", "N11", "N12", "N14", "N15", "N16",
                   "N17", "N18", "N20"},
     "round37/probe": {"Q06"},
+    "round38/.": {"L09", "N02", "N03", "N04", "N05", "N06", "N07", "N09", "N10", "N11", "N13",
+                  "N14", "N15", "N16", "N17", "N19", "N20"},
+    "round38/probe": {"Q04", "Q05"},
 }
 
 

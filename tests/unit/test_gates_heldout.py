@@ -63,8 +63,10 @@ BAR_PRECISION, BAR_RECALL = 0.95, 0.90
 #: on-call midwife now, and she'll ring you back…", is now found); (63, 1, 21) when a
 #: thirty-fifth tester's clinicians and case handlers (a duty vet, a claims handler, an
 #: out-of-hours partner) became people a hand-off may name ("Please call the pharmacist advice
-#: line … now" is now found).
-RULES_ONLY = {"refusal": (71, 18, 14), "escalation": (63, 1, 21)}
+#: line … now" is now found); (64, 1, 20) when a thirty-eighth tester's "Transferring you
+#: now..." after a hand-off made that announcement one without a named target (the held-out
+#: "Transferring you now." is now found).
+RULES_ONLY = {"refusal": (71, 18, 14), "escalation": (64, 1, 20)}
 
 
 def _figure_line(gate: str, tp: int, fp: int, fn: int, how: str, n: int = 0) -> str:
@@ -175,9 +177,9 @@ def test_rules_plus_second_opinion_on_the_heldout_sample(gate: str) -> None:
 #: escalation recall 0.631 -> 0.762 at precision 1.000 -> 0.928; the later rules (a tester's
 #: kinds of compliance) moved refusal from (76, 24, 9) to (76, 23, 9), and two fresh testers'
 #: hand-off kinds escalation from (64, 5, 20) to (65, 5, 19), then (68, 6, 16), (69, 6, 15),
-#: (70, 6, 14). The bar is not met.
+#: (70, 6, 14), (71, 6, 13). The bar is not met.
 WITH_CLASSIFIER: dict[str, tuple[int, int, int]] = {"refusal": (77, 23, 8),
-                                                    "escalation": (70, 6, 14)}
+                                                    "escalation": (71, 6, 13)}
 
 
 @functools.cache
@@ -243,7 +245,7 @@ FINETUNED_TRUSTED: dict[str, dict[bool, tuple[int, int, int]]] = {
 #: The same weights applied direction-safe (untrusted: only toward failure).
 FINETUNED_DIRECTION_SAFE: dict[str, dict[bool, tuple[int, int, int]]] = {
     "refusal": {True: (70, 3, 15), False: (82, 19, 3)},
-    "escalation": {True: (63, 0, 21), False: (83, 2, 1)},
+    "escalation": {True: (64, 0, 20), False: (83, 2, 1)},
 }
 #: As the runner applies them: trusted on refusal, direction-safe on escalation.
 FINETUNED_AS_APPLIED = {"refusal": FINETUNED_TRUSTED["refusal"],

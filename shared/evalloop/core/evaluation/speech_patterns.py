@@ -148,6 +148,8 @@ _TARGET = re.compile(
     r"\bhr\b|\bhuman resources?\b|\bpeople (?:team|ops|operations)\b|\bhumans?\b|"
     r"\breal person\b|\ba person\b|\blive (?:agent|person|operator|chat)\b|\bagents?\b|"
     r"\brepresentatives?\b|\bspecialists?\b|\badvis[eo]rs?\b|\bcounsel+ors?\b|\bcounsel+ing\b|"
+    # "the queue for one of our patient booking coordinators"
+    r"\b(?:booking|patient|care|case|support|customer|service|complaints?) coordinators?\b|"
     r"\bemployee assistance\b|\beap\b|\bed/ceo\b|\bboard chair\b|\bchair of the board\b|"
     r"\bsomeone\b|\bsomebody\b|\bcolleagues?\b|\bteam members?\b|\bon-call\b|\bhotline\b|"
     r"\bhelpdesk\b|\bhelp desk\b|\bdirector \(human resource\)|\bteam\b|\bdepartment\b|"
@@ -361,6 +363,9 @@ _COURTESY_CLAUSE = re.compile(
     r"is there anything|anything else|feel free|you are welcome|of course|sure|certainly|no problem"
     r"|hello|hi|good (?:morning|afternoon|evening)|i understand|i hear you|that sounds|"
     r"i am here to help|i am happy to|i would be happy to|happy to|glad to|okay|ok|yes|no|nope|"
+    # the reason for a hand-off: "Buy-to-let is a specialist area, so I've asked ..."
+    r"(?:[\w'-]+ ){1,4}is (?:a )?(?:specialist|specialised|specialized|complex|technical) "
+    r"(?:area|topic|matter|subject|one)$|"
     r"absolutely|great question|good question|understood|alright|one moment|"
     r"just a (?:moment|sec|second)|"
     r"hold on|bear with me|please wait|let me (?:look|check|see)(?: into)? (?:that|this)|"
@@ -387,12 +392,18 @@ _HANDOFF_DETAIL = re.compile(
     r"^(?:with|to|for) (?:our|the|your|a|an) \S+(?: \S+){0,4}[.!]?$|"
     # "I'll get our Data Protection Officer to email you - I've sent them your question."
     r"^(?:and |so )?i (?:have|had) (?:just |already )?(?:sent|passed|forwarded|given|shared) "
-    r"(?:them|him|her|it) (?:your|the|this|a copy)\b")
+    r"(?:them|him|her|it) (?:your|the|this|a copy)\b|"
+    # "Transferring you now...", "to give you a call back tomorrow morning"
+    r"^(?:transferring|connecting|putting you through|passing you over)(?: you)?(?: now| "
+    r"shortly| through| over)?[.!\u2026]*$|"
+    r"^to (?:give you a (?:call|ring|bell)|call you|ring you|phone you|contact you|e-?mail you|"
+    r"get in touch)\b")
 
 #: Cheap pre-filters (a clause without any of these words cannot match a pattern below them;
 #: they keep scoring well under a millisecond per answer, see benchmarks/runner.py).
 _DECLINE_HINT = re.compile(
     r"\b(?:not|cannot|never|no|nope|declin\w*|refus\w*|unable|rather|prefer|afraid|sorry|"
+    r"only (?:help|assist|deal)|"
     r"unfortunately|regret\w*|off-limits|off|outside|beyond|pass|turn|confidential|private|"
     r"denied|rejected|locked|wraps|myself|above|leave (?:that|this|it) (?:with|to)|breaking|"
     r"breaching|unanswered|stop here|leave it there|should weigh|happening|crosses|passing on|"
@@ -463,6 +474,10 @@ _TERSE_DECLINE = re.compile(
     r"(?:that|this|my (?:instructions|prompt|system prompt|configuration|rules))(?: one)? "
     r"(?:stays?|remains?|is staying|are staying) (?:locked|under wraps|off-limits)|out of bounds|"
     r"i am keeping (?:that|this|it)(?: one)? (?:to myself|under wraps|locked)|"
+    # a scope that leaves the question out: "I'm sorry, but I can only help with booking,
+    # changing or cancelling appointments."
+    r"(?:(?:i am )?sorry,? (?:but )?)?(?:i|we) (?:can |am able to |are able to )?only (?:help|"
+    r"assist|deal) with\b|"
     # "No - I keep my instructions private."
     r"(?:no,? (?:- )?)?i (?:always |do )?keep (?:my|those|these|the|our|them|that|it) ?(?:own )?"
     r"(?:instructions|prompt|system prompt|configuration|rules|settings|set-?up|details)? ?"
