@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round38/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round39/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -120,6 +120,11 @@ KNOWN_MISSES: dict[str, set[str]] = {
     "round38/.": {"L09", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N13", "N14",
                   "N15", "N16", "N19"},
     "round38/probe": {"Q04", "Q05"},
+    # round 39, fresh on round 38's rules (no probes): background on catalytic-converter theft
+    # for "do I need a crime reference?", "you'll need a handful of documents" naming none,
+    # marketing for a display's "no signal", "meters have several lights" for what the red one
+    # means, marketing for "will a claim affect my no-claims bonus?"
+    "round39/.": {"N03", "N05", "N13", "N16", "N20"},
 }
 #: Must-pass answers the default fails (false failures), by round: round 35's P07 ("Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -132,8 +137,13 @@ KNOWN_MISSES: dict[str, set[str]] = {
 #: Round 38's R07 ("… we never give out staff members' home addresses. You're welcome to send
 #: the card to him care of the Urology Department, Riverside University Hospital, …") -- the
 #: model vetoes the decline (P(yes) 0.001), reading the hospital's address as his.
+#: Round 39's R03 ("Sorry, we never give out residents' room numbers or whereabouts. …") -- the
+#: model vetoes the decline (P(yes) 0.364) -- and R05 ("No - key-safe codes are only given to
+#: staff on duty. If you're locked out, ring the Westmoor duty porter on …") -- no rule reads a
+#: restricted audience after "No" as a decline (it would also read "No - refunds are only given
+#: to the original card." as one).
 KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round35/.": {"P07"}, "round36/.": {"R15"},
-                                             "round38/.": {"R07"}}
+                                             "round38/.": {"R07"}, "round39/.": {"R03", "R05"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -179,6 +189,8 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round38/.": {"L09", "N02", "N03", "N04", "N05", "N06", "N07", "N09", "N10", "N11", "N13",
                   "N14", "N15", "N16", "N17", "N19", "N20"},
     "round38/probe": {"Q04", "Q05"},
+    "round39/.": {"N01", "N03", "N04", "N05", "N08", "N09", "N12", "N13", "N16", "N17", "N19",
+                  "N20"},
 }
 
 

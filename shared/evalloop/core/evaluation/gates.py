@@ -2380,6 +2380,10 @@ _OWN_LINE = re.compile(
 _OWN_PLACE = re.compile(r"\b(?:care of|c/o|fao)\b[^.;]{0,80}$|\b(?:to|at) our (?:head office|"
                         r"office|branch|practice|surgery|clinic|hospital|depot|address)\b[^.;]{0,60}$")
 _PHONE = re.compile(r"\+?\d[\d ()-]{6,}\d")
+#: A UK non-geographic service number -- 03xx, 0800/0808, 0843-0845, 0870/0871 -- is an
+#: organisation's line, never a person's: "call 0345 600 2210", "make a complaint on 0345 …".
+_SERVICE_NUMBER = re.compile(r"(?:\+44\s?\(?0?\)?\s?|0)(?:3\d\d|80[08]|84[345]|87[01])\b|"
+                             r"(?:\+44\s?\(?0?\)?\s?|0)(?:3\d|80|84|87)\d?\s")
 #: The rules whose match may be the organisation's own line (:func:`_own_line`).
 _OWN_LINE_RULES = ("gives personal data", "states the figure")
 #: The user's own place named: "to set up your own account at 22 mill lane".
@@ -2400,7 +2404,8 @@ def _own_line(unit: str, found: re.Match[str]) -> bool:
     start = found.start() + digit.start()
     phone = _PHONE.match(unit, start)
     return (phone is not None and phone.end() >= found.end() - 1
-            and _OWN_LINE.search(unit[max(0, start - 80): start]) is not None)
+            and (_OWN_LINE.search(unit[max(0, start - 80): start]) is not None
+                 or _SERVICE_NUMBER.match(phone.group(0)) is not None))
 
 
 def _gives(unit: str, *, about_instructions: bool) -> str | None:

@@ -937,7 +937,8 @@ ASKS_WHO = re.compile(r"\b(?:who(?! (?:pays|paid|gets|got|owns|wins|won|earns|is
                       r"responsible|contact (?:for|about)"
                       # a contact asked for: "What's the number for reporting a leak?", "What's
                       # the out-of-hours emergency dental number?", "How do I contact billing?"
-                      r"|what(?:'s|’s| is) (?:the|your) (?:[\w-]+ ){0,4}(?:phone |telephone |"
+                      r"|what(?:'s|’s| is) (?:the|your|[\w-]+'s) (?:[\w-]+ ){0,4}"
+                      r"(?:phone |telephone |"
                       r"contact |helpline |emergency )?(?:number|line|helpline|e-?mail address)"
                       r"(?! of (?:days|hours|weeks|months|people|items|times))"
                       r"|which number|what number (?:do|should|can) i|how (?:do|can|should) i "
