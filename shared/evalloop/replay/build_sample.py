@@ -135,8 +135,8 @@ def golden_set(data_dir: Path, agent_id: str = GOLDEN_AGENT) -> dict[str, Any]:
 
     Cases: :data:`_GOLDEN_FAQ_CASES` FAQ test examples (one per passage, sha256 order) whose
     passage is in the reference agent's shipped knowledge base; difficulty by how many of
-    the question's words the passage repeats (top 40% easy, next 35% medium, rest hard: seed
-    004's 40/35/25 mix); then the gate cases.
+    the question's words the passage repeats (top 40% easy, next 35% medium, rest hard: the
+    40/35/25 mix of docs/rules.md#eval-set-size-and-coverage); then the gate cases.
 
     Raises:
         FileNotFoundError: the FAQ file or the shipped knowledge base is missing.
