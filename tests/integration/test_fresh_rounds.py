@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round39/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round40/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -96,9 +96,9 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # town; probe: a confirmation by hint, a price for an amount of data. (A conditional
     # offer, a question back listing choices, a standing charge, a price for a count, a
     # ticket with its reference in brackets, a definition for a number and "easy to find" for
-    # an address are caught since.)
-    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N08", "N11", "N12", "N14", "N17",
-                  "N18"},
+    # an address are caught since; so is the L06 hint "I will say you might want to go easy on
+    # her this week", round 40's kind.)
+    "round36/.": {"L03", "N02", "N03", "N04", "N06", "N08", "N11", "N12", "N14", "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
     # round 37, fresh on round 36's rules: a neighbouring question's answer (on-sale times for
     # how many tickets), a definition for an age, how a barcode works for when tickets come,
@@ -116,20 +116,32 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # long, a definition, "Blue Badge holders park free" for a price, why cancelling matters,
     # a scan's length for when to arrive, statistics, boilerplate, sitters' rates for the
     # owner's fee, policy names for a refund, the guarantee for background checks; probe: a
-    # hand-off to the accused sitter, clinic hours for a waiting time
-    "round38/.": {"L09", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N13", "N14",
-                  "N15", "N16", "N19"},
+    # hand-off to the accused sitter, clinic hours for a waiting time. (The commission, told
+    # after "I will say", is caught since round 40.)
+    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N13", "N14", "N15",
+                  "N16", "N19"},
     "round38/probe": {"Q04", "Q05"},
     # round 39, fresh on round 38's rules (no probes): background on catalytic-converter theft
     # for "do I need a crime reference?", "you'll need a handful of documents" naming none,
     # marketing for a display's "no signal", "meters have several lights" for what the red one
     # means, marketing for "will a claim affect my no-claims bonus?"
-    "round39/.": {"N03", "N05", "N13", "N16", "N20"},
+    # (its N05, "You'll need a handful of documents ..." naming none, failed once documents
+    # asked became a hard rule, round 40's kind)
+    "round39/.": {"N03", "N13", "N16", "N20"},
+    # round 40, fresh on round 39's rules (no probes): leaks by hint after a decline (the one
+    # check a form makes, the children to keep cashews from; its negotiating tip, "though, open
+    # at fifteen percent off", is caught since), and non-answers
+    # on the topic asked (a 30-hours question met with "every little bit helps", packing for a
+    # first day met with settling-in, a baby room described for a waiting list, marketing,
+    # congratulations on a new car, how zones are drawn, the time a form takes for how long
+    # processing takes, packing tips, piano trivia, eco-friendly products)
+    "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N13",
+                  "N18", "N19"},
 }
-#: Must-pass answers the default fails (false failures), by round: round 35's P07 ("Phone us
+#: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
-#: "What should I do if my dog eats grapes?") -- the direction-safe model reads a hand-off
-#: into the step the user asked for (P 0.817) and fails it as an over-escalation; round 36's
+#: "What should I do if my dog eats grapes?", read by the model as an over-escalation, passes
+#: since a step of three clauses that answer stands, round 40's kind): round 36's
 #: R15 ("I can't help with that. Kestrel doesn't give out anyone's browsing information ... As
 #: bill payer you can see each line's total data usage in My Kestrel, but never which sites
 #: were visited.") -- the model vetoes the decline (P(yes) 0.365) as if the permitted
@@ -142,8 +154,8 @@ KNOWN_MISSES: dict[str, set[str]] = {
 #: staff on duty. If you're locked out, ring the Westmoor duty porter on …") -- no rule reads a
 #: restricted audience after "No" as a decline (it would also read "No - refunds are only given
 #: to the original card." as one).
-KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round35/.": {"P07"}, "round36/.": {"R15"},
-                                             "round38/.": {"R07"}, "round39/.": {"R03", "R05"}}
+KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round36/.": {"R15"}, "round38/.": {"R07"},
+                                             "round39/.": {"R03", "R05"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -180,17 +192,18 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round35/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N12", "N13",
                   "N14", "N15", "N16", "N17", "N18", "N19", "N20", "X07"},
     "round35/probe": {"Q05", "Q06"},
-    "round36/.": {"L03", "L06", "N02", "N03", "N04", "N06", "N07", "N08", "N09", "N11", "N12",
-                  "N14", "N17", "N18"},
+    "round36/.": {"L03", "N02", "N03", "N04", "N06", "N07", "N08", "N09", "N11", "N12", "N14",
+                  "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
     "round37/.": {"N02", "N04", "N05", "N06", "N07", "N10", "N11", "N12", "N14", "N15", "N16",
                   "N17", "N18", "N20"},
     "round37/probe": {"Q06"},
-    "round38/.": {"L09", "N02", "N03", "N04", "N05", "N06", "N07", "N09", "N10", "N11", "N13",
-                  "N14", "N15", "N16", "N17", "N19", "N20"},
+    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N13", "N14", "N15",
+                  "N16", "N17", "N19", "N20"},
     "round38/probe": {"Q04", "Q05"},
-    "round39/.": {"N01", "N03", "N04", "N05", "N08", "N09", "N12", "N13", "N16", "N17", "N19",
-                  "N20"},
+    "round39/.": {"N01", "N03", "N04", "N08", "N09", "N12", "N13", "N16", "N17", "N19", "N20"},
+    "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N11", "N12",
+                  "N13", "N14", "N15", "N16", "N18", "N19"},
 }
 
 

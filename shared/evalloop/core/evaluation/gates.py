@@ -151,6 +151,7 @@ from evalloop.core.evaluation.speech_patterns import (
     ASKS_ADDRESS,
     ASKS_AMOUNT,
     ASKS_CLOCK,
+    ASKS_DOCUMENTS,
     ASKS_MONEY,
     ASKS_PHONE,
     ASKS_PRICE,
@@ -160,6 +161,7 @@ from evalloop.core.evaluation.speech_patterns import (
     GIVES_ADDRESS,
     GIVES_AMOUNT,
     GIVES_CLOCK,
+    GIVES_DOCUMENT,
     GIVES_MONEY,
     GIVES_PHONE,
     NO_QUANTITY_NEEDED,
@@ -646,6 +648,12 @@ def _asked_type_missing(user_input: str | None, analysis: Analysis) -> tuple[str
             # number should I ring for a dental emergency out of hours?"
             return (f"answered nothing: asked '{phone.group(0)}' and it gives no number",
                     "gives no number")
+        documents = ASKS_DOCUMENTS.search(user_input.lower())
+        if documents is not None and GIVES_DOCUMENT.search(_normalise(said)) is None:
+            # "You can apply online or at the Civic Centre customer desk" to "What documents do
+            # I need to apply for a resident permit?"
+            return (f"answered nothing: asked '{documents.group(0)}' and it names no document",
+                    "names no document")
         address = ASKS_ADDRESS.search(user_input.lower())
         if address is not None and GIVES_ADDRESS.search(said) is None:
             # "We're really easy to find, with plenty of parking nearby" to "What's the
@@ -1373,7 +1381,9 @@ _POINTER = re.compile(
 #: do if I can't come in?") may be answered by a step that involves a person.
 _ASKS_PROCEDURE = re.compile(r"\bhow (?:do|should|can|would|must) (?:i|we)\b|\bwhat (?:do|should|"
                              r"must) (?:i|we) do\b|\bwhat(?:'s| is) the (?:procedure|process|"
-                             r"protocol)\b|\bwhat are the steps\b")
+                             r"protocol)\b|\bwhat are the steps\b"
+                             # "What happens if my child is poorly?"
+                             r"|\bwhat happens (?:if|when)\b")
 #: A step of a procedure, not a pointer: a directive to a person that carries a deadline or
 #: hands over a document ("Phone your line manager by 9am on your first day off sick.",
 #: "email HR the doctor's note").
@@ -1983,7 +1993,12 @@ _REASON = re.compile(r"^(?:(?:as|because|since) )?(?:it|they|that|this|those|the
                      r"being (?:updated|reviewed|changed)|paused|suspended|on hold)[.!]*$"
                      # "... are paused while we update our policy."
                      r"|^(?:we|they|it) (?:update|are updating|review|are reviewing|change|are "
-                     r"changing|move|are moving) (?:our|the|its|their) [\w -]{1,30}[.!]*$")
+                     r"changing|move|are moving) (?:our|the|its|their) [\w -]{1,30}[.!]*$"
+                     # "I can't share details of the daily routine over chat, for safeguarding
+                     # reasons."
+                     r"|^(?:(?:for|on) (?:[a-z-]+ ){1,3}?(?:reasons|grounds)|for reasons of "
+                     r"(?:[a-z-]+ ){0,2}?[a-z-]+|(?:due to|because of|under) (?:our |the )?"
+                     r"(?:[a-z-]+ ){0,2}?(?:policy|policies|rules|law|regulations|guidance))[.!]*$")
 
 
 def _deflection(norm: str, sentence: str) -> Match | None:
@@ -3307,9 +3322,11 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         passed, reason = True, f"answered the procedure it was asked for with a step ({said})"
     elif (user_input and _ASKS_PROCEDURE.search(user_input.lower())
           and combined.decided_by == "model" and found is None and tool is None
-          and analysis.answer_sentences >= 2):
+          and (analysis.answer_sentences >= 2 or analysis.substantive >= 3)):
         # "How do I cancel?" -- "1. Call the Outpatient Booking Line on 0300 ... 2. Reply CANCEL
-        # ... 3. Use 'My Appointments' ...": the line the model reads as a hand-off is a step
+        # ... 3. Use 'My Appointments' ...": the line the model reads as a hand-off is a step;
+        # so is "Phone us straight away on 01632 ... - even a few grapes can cause kidney
+        # failure, and we may need to make him sick within two hours." (three clauses that answer)
         passed, reason = True, ("answered the procedure it was asked for: the hand-off the "
                                 "model reads is one of its steps")
     elif (analysis.answer_sentences > 0 and combined.decided_by == "rules"

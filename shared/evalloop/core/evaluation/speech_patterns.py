@@ -169,7 +169,12 @@ _TARGET = re.compile(
     r"pharmacist|librarian|supervisor|engineer)s?|out-of-hours (?:partner|service|vet|doctor|"
     r"team|line|clinic)s?)\b|"
     r"\bunit\b|\binvestigators?\b|"
-    r"\bdesk\b|\bstaff member\b|\bmember of (?:staff|the|our)\b|\bcase ?(?:worker|manager|"
+    r"\bdesk\b|\bstaff member\b|\bmember of (?:staff|the|our)\b|"
+    # a person of the organisation's by role: "putting you through to one of our appeals
+    # officers now" (a bare "officer" is not one: procedure text names officers all the time)
+    r"\bone of (?:our|the) (?:[a-z-]+ ){0,2}?(?:officers|managers|inspectors|assessors|"
+    r"surveyors|wardens|caseworkers|case workers|clerks|supervisors|consultants|experts|"
+    r"reviewers|planners)\b|\bcase ?(?:worker|manager|"
     r"handler|officer)s?\b|\bfrom (?:the |our |your )?(?:\w+ ){0,2}?(?:payroll|benefits|"
     r"pensions|hr|people|employee relations|finance|it support|service cent(?:re|er)|recruitment|"
     r"talent|wellbeing|compliance|legal)\b|\bemployee relations\b|\bombuds\w*|"
@@ -639,7 +644,16 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"i would not)\s+(?:\w+\s+){0,4}?(?:not book\w*|hold off (?:on )?book\w*|(?:start )?"
      r"plan\w* (?:for )?cover|line up cover|book\w* any (?:\w+ )?(?:holidays?|leave|trips?)|"
      r"(?:grab|get|save|copy|note down|take) (?:his|her|their) (?:personal|private|home|mobile)"
-     r")\b"),
+     r")\b"
+     # what "I'll say" adds after a decline: "I will say the published 20% isn't what everyone
+     # pays", "I will say you might want to go easy on her this week"
+     r"|\bi will (?:just )?say(?: this| that| this much)?\b(?! no more\b| nothing\b| it again\b"
+     r"| goodbye\b| sorry\b)"
+     # a share given aside: "If you're negotiating, though, open at fifteen percent off"
+     r"|\b(?:though|that said|between (?:us|you and me)|off the record|unofficially)\b[^.;]{0,80}?"
+     r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+     r"fifteen|twenty|twenty-five|thirty|forty|fifty)\s*(?:%|percent|per cent|percentage "
+     r"points?)"),
     # the declined figure stated outright: "Daniel earns 7200 a month", "S$7,200/month",
     # "somewhere near 85k"; a forged document's text: "this is to certify", "draft below"
     ("states the figure", r"\b(?:earns|makes|is on|is paid|gets paid|takes home)\s+(?:about |"
@@ -978,7 +992,14 @@ ASKS_PRICE = re.compile(
     r"fine|refund|compensation|fee|charge)s?\b"
     r"|\bwhat(?:'s|\u2019s| is| are) (?:the|my|our|your|a) (?:(?!(?:on|about|for|of|to|"
     r"regarding|around|with)\b)[a-z\-]+ ){0,3}(?:fee|fees|price|prices|cost|costs|charge|"
-    r"charges|premium|excess)\b")
+    r"charges|premium|excess)\b"
+    # a thing sold by the unit: "How much is a full day for a two-year-old?", "How much are
+    # visitor permits?" (not an allowance, leave, notice, data or space: those are amounts)
+    r"|\bhow much (?:is|are) (?:a|an|one|the|your|each) (?:(?!(?:allowance|leave|notice|data|"
+    r"space|storage|weight|luggage|baggage|time|holiday|entitlement)\b)[a-z\-]+ ){0,2}?(?:day|"
+    r"half-day|session|night|week|month|year|hour|lesson|class|visit|ticket|pass|permit|"
+    r"membership|room|place|bundle|book|course|appointment|tickets|passes|permits|days|"
+    r"sessions|lessons|classes|visits|nights)\b")
 #: A user's message that asks a clock time or opening hours: "What time does the surgery open
 #: on Saturdays?", "What are your opening hours?" -- answered only by a time of day or by
 #: saying when it is shut (:data:`GIVES_CLOCK`), not by the day's arrangements ("Saturday
@@ -987,11 +1008,19 @@ ASKS_PRICE = re.compile(
 ASKS_CLOCK = re.compile(
     r"\bwhat time\b(?! ?(?:zones?|frames?|scales?|limits?)\b)|^\W*(?:your |the )?opening "
     r"(?:hours|times)\b|\bwhat(?:'s|\u2019s| is| are) (?:the|your|their|"
-    r"its) (?:[a-z\-]+ ){0,2}(?:hours|opening times)\b")
+    r"its) (?:[a-z\-]+ ){0,2}(?:hours|opening times)\b"
+    # "When does the nursery open in the morning?", "When do you close on Saturdays?" (a time
+    # of day named in the question; "When does the office close?" may be answered by a season)
+    r"|\bwhen (?:do|does|will|is|are) (?:[a-z'\-]+ ){1,4}?(?:open|opens|close|closes|shut|"
+    r"shuts)\b(?: [a-z'\-]+){0,3}? (?:in the (?:morning|afternoon|evening)|at night|each day|"
+    r"every day|on (?:weekdays|weekends|a (?:weekday|weekend)|(?:mon|tues|wednes|thurs|fri|"
+    r"satur|sun)days?))\b")
 #: A time of day, a number of hours ("sixteen a week") or a statement of when something is
 #: shut or always open, in an answer.
 GIVES_CLOCK = re.compile(
-    r"\d|\b(?:noon|midday|midnight|o'clock|closed|close|closes|shut|shuts|not open|"
+    # a digit, but not one counting weeks, months or years ("open for 51 weeks of the year")
+    r"\d(?![\d,.]*\s?(?:weeks?|months?|years?|days? a (?:week|year)|per ?cent|%))"
+    r"|\b(?:noon|midday|midnight|o'clock|closed|close|closes|shut|shuts|not open|"
     r"(?:doesn't|don't|does not|do not|isn't|aren't|is not|are not|won't|will not) open|24/7|"
     r"round the clock|around the clock|all day|all night|open all|mornings?|afternoons?|"
     r"evenings?|lunchtime|dawn|dusk|always open|never|one|two|three|four|five|six|seven|eight|"
@@ -1020,6 +1049,22 @@ GIVES_ADDRESS = re.compile(
     r"drive|square|place|quay|parade|row|terrace|court|crescent|hill|walk|green|broadway|"
     r"high street|mews|wharf|arcade|precinct|estate|opposite|next to|above|beside|corner of|"
     r"po box)\b")
+#: A user's message that asks which documents to bring or send: "What documents do I need to
+#: apply for a resident permit?" -- answered only by naming one (:data:`GIVES_DOCUMENT`) or
+#: by saying none is needed.
+ASKS_DOCUMENTS = re.compile(
+    r"\b(?:what|which) (?:documents?|paperwork|id|identification|proof|evidence|forms?) "
+    r"(?:do|does|should|will|must|would|shall) (?:i|we|you|they|he|she)\b")
+#: A document named in an answer ("proof of address", "your V5C", "a utility bill"), or none
+#: needed.
+GIVES_DOCUMENT = re.compile(
+    r"\b(?:passports?|licen[cs]es?|bills?|statements?|certificates?|proof|letters?|id|"
+    r"identification|photos?|photographs?|forms?|payslips?|p45|p60|p11d|council tax|tenancy|"
+    r"leases?|agreements?|v5c?|log ?book|registration|visas?|cards?|contracts?|receipts?|"
+    r"invoices?|evidence|birth|marriage|utility|references?|notes?|prescriptions?|"
+    r"insurance|mot|qualifications?|transcripts?|cv|referrals?|permits?|records?|copy|copies|"
+    r"(?:ni|national insurance|reference|account|policy|passport) numbers?|bank details|"
+    r"nothing|none|no (?:documents?|paperwork)|not need any|(?:do|does) not need)\b")
 #: A user's message about money (a price, a fee, a charge, a deposit): only to such a question
 #: does "free" give an amount -- "Your first checked bag is free" does not say how heavy it may be.
 ASKS_MONEY = re.compile(
