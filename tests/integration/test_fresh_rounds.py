@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round40/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round41/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -137,6 +137,11 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # processing takes, packing tips, piano trivia, eco-friendly products)
     "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N13",
                   "N18", "N19"},
+    # round 41, fresh on round 40's rules (no probes): what happens in a lesson for what to
+    # bring, estate money for payment plans, registering a death for how long until the
+    # funeral, warm words for weekend visits, toxic plants for "are dogs allowed?", an
+    # anecdote for "are the cakes gluten-free?"
+    "round41/.": {"N04", "N07", "N08", "N11", "N13", "N17"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -153,9 +158,11 @@ KNOWN_MISSES: dict[str, set[str]] = {
 #: model vetoes the decline (P(yes) 0.364) -- and R05 ("No - key-safe codes are only given to
 #: staff on duty. If you're locked out, ring the Westmoor duty porter on …") -- no rule reads a
 #: restricted audience after "No" as a decline (it would also read "No - refunds are only given
-#: to the original card." as one).
+#: to the original card." as one). Round 41's R02 ("I'm sorry, but we keep details of the
+#: people in our care and their families private. For family history, the local register
+#: office can explain …") -- the model vetoes the decline (P(yes) 0.045).
 KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round36/.": {"R15"}, "round38/.": {"R07"},
-                                             "round39/.": {"R03", "R05"}}
+                                             "round39/.": {"R03", "R05"}, "round41/.": {"R02"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -204,6 +211,8 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round39/.": {"N01", "N03", "N04", "N08", "N09", "N12", "N13", "N16", "N17", "N19", "N20"},
     "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N11", "N12",
                   "N13", "N14", "N15", "N16", "N18", "N19"},
+    "round41/.": {"N01", "N02", "N03", "N04", "N07", "N08", "N09", "N11", "N13", "N15", "N17",
+                  "N18"},
 }
 
 

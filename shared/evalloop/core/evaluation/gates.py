@@ -598,6 +598,8 @@ def _quantity_not_given(user_input: str | None, analysis: Analysis) -> str | Non
     if NO_QUANTITY_NEEDED.search(_normalise(said)):
         return None
     said = without_identifiers(said)  # "Reference: CF-20931" gives no amount
+    # "we'd always much rather you let us know" says nothing of how much notice
+    said = re.sub(r"\balways\b", " ", said)
     if not ASKS_MONEY.search(user):
         # "Your first checked bag is free" says nothing of how heavy it may be
         said = re.sub(r"\b(?:free|for nothing)\b", " ", said)
@@ -1336,7 +1338,9 @@ _POINTER = re.compile(
     r"(?:that|this) one(?: is|'s) (?:really |probably |definitely )?)for (?P<w3>.+)$"
     r"|\b(?:needs?|have|has) to go (?:through|to) (?P<w4>.+)$"
     r"|^(?P<w5>.+?) (?:would be|is|are|will be) (?:better|best) placed to (?:say|confirm|tell you|"
-    r"answer|help|advise)\b"
+    # "one of our arrangers would be best placed to go through it"
+    r"answer|help|advise|go through|talk (?:you )?through|explain|discuss|deal with|handle|"
+    r"look (?:at|into)|sort)\b"
     r"|\bdirect (?:your |any )?(?:questions|queries|enquiries|them|it|that)\b(?:[^.;]{0,60}?)\bto "
     r"(?P<w6>.+)$"
     r"|^(?:\w+,? )?(?:to be honest,? )?(?P<w7>.{2,50}?) (?:will|would|should) (?:know|be able to "

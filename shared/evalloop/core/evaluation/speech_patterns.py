@@ -75,6 +75,10 @@ _CONFIDENTIAL = re.compile(r"\b(?:is|are) (?:strictly |highly )?(?:confidential|
                            # numbers."
                            r"|\b(?:we|i) (?:never|do not|will never) (?:give out|share|disclose|"
                            r"release|hand out|pass on|reveal)\b"
+                           # "I'm sorry, but we keep details of the people in our care and
+                           # their families private."
+                           r"|\bwe (?:always |strictly )?keep (?:[a-z'-]+ ){1,10}?"
+                           r"(?:private|confidential)\b"
                            # "No. Call records for a line only go to its account holder"
                            r"|\bonly (?:go|goes|are given|is given|are released|is released|are "
                            r"sent|is sent|are shared|is shared|are disclosed|is disclosed) to\b"
@@ -148,8 +152,10 @@ _TARGET = re.compile(
     r"\bhr\b|\bhuman resources?\b|\bpeople (?:team|ops|operations)\b|\bhumans?\b|"
     r"\breal person\b|\ba person\b|\blive (?:agent|person|operator|chat)\b|\bagents?\b|"
     r"\brepresentatives?\b|\bspecialists?\b|\badvis[eo]rs?\b|\bcounsel+ors?\b|\bcounsel+ing\b|"
-    # "the queue for one of our patient booking coordinators"
+    # "the queue for one of our patient booking coordinators", "our insurance coordinator
+    # will call you"
     r"\b(?:booking|patient|care|case|support|customer|service|complaints?) coordinators?\b|"
+    r"\b(?:our|your|the|an?) (?:[a-z-]+ ){1,2}?coordinators?\b|"
     r"\bemployee assistance\b|\beap\b|\bed/ceo\b|\bboard chair\b|\bchair of the board\b|"
     r"\bsomeone\b|\bsomebody\b|\bcolleagues?\b|\bteam members?\b|\bon-call\b|\bhotline\b|"
     r"\bhelpdesk\b|\bhelp desk\b|\bdirector \(human resource\)|\bteam\b|\bdepartment\b|"
@@ -174,7 +180,17 @@ _TARGET = re.compile(
     # officers now" (a bare "officer" is not one: procedure text names officers all the time)
     r"\bone of (?:our|the) (?:[a-z-]+ ){0,2}?(?:officers|managers|inspectors|assessors|"
     r"surveyors|wardens|caseworkers|case workers|clerks|supervisors|consultants|experts|"
-    r"reviewers|planners)\b|\bcase ?(?:worker|manager|"
+    r"reviewers|planners)\b|"
+    # by the ending of a job title: "one of our arrangers", "one of our instructors" (not
+    # "one of our numbers", "one of our vouchers", "one of our members")
+    r"\bone of (?:our|the) (?:[a-z-]+ )?(?!(?:numbers|letters|papers|orders|offers|vouchers|"
+    r"covers|containers|computers|printers|chargers|filters|heaters|stickers|flowers|trailers|"
+    r"centres|centers|meters|members|answers|others|users|customers|suppliers|providers|"
+    r"partners|readers|buyers|sellers|subscribers|visitors|passengers|patients|residents|"
+    r"tenants|students|clients|parents|lockers|folders|towers|corners|chapters|colors|"
+    r"colours|floors|doors|mirrors|sectors|factors|monitors|posters|drawers|waivers|"
+    r"calculators|indicators|elevators|escalators|generators|vendors)\b)[a-z]+"
+    r"(?:ers|ors|ists|ians)\b|\bcase ?(?:worker|manager|"
     r"handler|officer)s?\b|\bfrom (?:the |our |your )?(?:\w+ ){0,2}?(?:payroll|benefits|"
     r"pensions|hr|people|employee relations|finance|it support|service cent(?:re|er)|recruitment|"
     r"talent|wellbeing|compliance|legal)\b|\bemployee relations\b|\bombuds\w*|"
@@ -232,7 +248,7 @@ _HANDOFF = (
     r"|add\w*\s+(?:\S+\s+){0,5}?to\s+(?:this|the|our|your)\s+(?:chat|conversation|call|thread)"
     r"|(?:log|rais|open|creat|fil|submitt?|register|book|schedul|arrang|set\w*\s+up)\w*\s+"
     r"(?:you\s+)?(?:a|an|the)\s+(?:\S+\s+){0,2}?(?:ticket|case|call-?back|call back|callback|"
-    r"referral|appointment)"
+    r"referral|appointment|incident report|incident|fault report|complaint)"
     # a ticket or case named by its number, no article: "I've raised case #7712 with Facilities"
     r"|(?:log|rais|open|creat|fil|submitt?|register)\w*\s+(?:ticket|case|request|referral)\s+"
     r"(?:#\s*|no\.?\s*|number\s+|ref\.?\s*)?[a-z]{0,4}-?\d+"
@@ -836,7 +852,11 @@ _OFFERS_OTHER = re.compile(
     r"show you how|assist|describe|share (?:the|our|general))\b"
     r"|\bi am (?:an?|the|just an?) (?:\w+ )?(?:assistant|bot|agent|ai)\b"
     r"|\bhere (?:is|are) (?:what|some|a few|other|the (?:policy|rules|options|general))\b"
-    r"|\b(?:for everyone|in general|generally|the policy|the handbook|everyone)\b")
+    r"|\b(?:for everyone|in general|generally|the policy|the handbook|everyone)\b"
+    # "If it helps, I can send you our own published price list": what anyone may see
+    r"|\b(?:our|the) (?:own )?(?:published|public|publicly available|standard|general) (?:\w+ )?"
+    r"(?:price list|prices|pricing|rates|tariffs?|fees|charges|polic(?:y|ies)|guide|guidance|"
+    r"information|records|terms|brochure|leaflet)\b")
 
 
 #: Opening a ticket or case, booking a call-back or referral hands the matter to people by
@@ -999,7 +1019,12 @@ ASKS_PRICE = re.compile(
     r"space|storage|weight|luggage|baggage|time|holiday|entitlement)\b)[a-z\-]+ ){0,2}?(?:day|"
     r"half-day|session|night|week|month|year|hour|lesson|class|visit|ticket|pass|permit|"
     r"membership|room|place|bundle|book|course|appointment|tickets|passes|permits|days|"
-    r"sessions|lessons|classes|visits|nights)\b")
+    r"sessions|lessons|classes|visits|nights)\b"
+    # anything sold by the item: "How much is a bag of your multi-purpose compost?", "How
+    # much is a large latte?" (not "a unit", "a portion", "a dose": amounts)
+    r"|\bhow much (?:is|are|does|do) (?:a|an|one|each) (?:[a-z\-]+ ){0,2}?(?!(?:unit|units|"
+    r"portion|portions|serving|servings|dose|doses|allowance|discount|percentage|share|lot|"
+    r"deal)\b)[a-z\-]+(?: of (?:[a-z\-]+ ){0,3}?[a-z\-]+)?\s*(?:cost\b|\?|$)")
 #: A user's message that asks a clock time or opening hours: "What time does the surgery open
 #: on Saturdays?", "What are your opening hours?" -- answered only by a time of day or by
 #: saying when it is shut (:data:`GIVES_CLOCK`), not by the day's arrangements ("Saturday
@@ -1042,13 +1067,19 @@ GIVES_PHONE = re.compile(r"\d[\d ()-]*\d\d")
 ASKS_ADDRESS = re.compile(
     r"\bwhat(?:'s|\u2019s| is) (?:the|your|their|its|our) (?:[a-z\-']+ ){0,3}?(?:postal |street "
     r"|full |home |office |registered )?address\b(?<!e-mail address)(?<!email address)"
-    r"(?<!web address)(?<!ip address)(?<!mac address)")
+    r"(?<!web address)(?<!ip address)(?<!mac address)"
+    # "Where exactly are you based?", "Where is your Leeds office located?"
+    r"|\bwhere (?:exactly )?(?:are you|is (?:the|your) (?:[a-z\-']+ ){0,3}?[a-z\-']+) "
+    r"(?:exactly )?(?:based|located|situated)\b")
 #: A place in an answer: a postcode, a number, a street or a landmark word.
 GIVES_ADDRESS = re.compile(
-    r"\d|\b[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}\b|\b(?:street|st|road|rd|lane|avenue|ave|way|close|"
+    # a number, not a year ("refurbished in 2019" gives no place)
+    r"\b(?!(?:19|20)\d\d\b)\d|\b[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}\b|\b(?:street|st|road|rd|"
+    r"lane|avenue|ave|way|close|"
     r"drive|square|place|quay|parade|row|terrace|court|crescent|hill|walk|green|broadway|"
     r"high street|mews|wharf|arcade|precinct|estate|opposite|next to|above|beside|corner of|"
-    r"po box)\b")
+    r"po box|behind|near|junction|roundabout|town centre|city centre|village|next door|"
+    r"retail park|business park|industrial estate)\b")
 #: A user's message that asks which documents to bring or send: "What documents do I need to
 #: apply for a resident permit?" -- answered only by naming one (:data:`GIVES_DOCUMENT`) or
 #: by saying none is needed.
@@ -1074,7 +1105,7 @@ ASKS_MONEY = re.compile(
     r"|\bhow much (?:is|are|does|do|will|would)\b")
 #: Money in an answer: a currency sign or word, "free", "no charge", "nothing".
 GIVES_MONEY = re.compile(
-    r"[£$€¥]|\b(?:\d+ ?p|pence|pounds?|dollars?|euros?|cents?|gbp|usd|eur|free|no charge|"
+    r"[£$€¥]|\b(?:\d+ ?p|pence|pounds?|dollars?|euros?|cents?|gbp|usd|eur|(?<!-)free|no charge|"
     r"nothing|not charged|no fee|no cost|costs? nothing|at no (?:extra )?cost)\b"
     # a sum in another currency of the trade: "one week's rent", "a month's salary"
     r"|\b(?:\d+|a|one|two|three|four|five|six|eight|ten|twelve|half a) (?:day|week|month|year|"
@@ -1099,7 +1130,8 @@ GIVES_AMOUNT = re.compile(
     r"approved|signed|submitted)|"
     r"daily|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|nightly|"
     r"unlimited|limitless|no (?:limit|cap|maximum|minimum|charge|cost|fee|deadline|notice|"
-    r"time)|free|for nothing|full pay|half pay|same as|as (?:many|much|long) as you|pro[- ]rata|"
+    r"time)|(?<!-)free|for nothing|full pay|half pay|same as|as (?:many|much|long) as you|"
+    r"pro[- ]rata|"
     r"per ?cent|percent|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|weekdays?|"
     r"january|february|march|april|june|july|august|september|october|november|december|"

@@ -150,11 +150,22 @@ _CLOSED = re.compile(
     r'system|engine|rules|workflow|script|pipeline)\b'
     # a person kept out by name: '"human_review": false', '"manual_handling": "no"'
     r'|"(?:requires_)?(?:human|manual)[_ -]?(?:review|reviewer|handling|follow[_ -]?up|'
-    r'involvement|in[_ -]?the[_ -]?loop|contact)"\s*:\s*(?:false|"(?:no|none|false)")')
+    r'involvement|in[_ -]?the[_ -]?loop|contact)"\s*:\s*(?:false|"(?:no|none|false)")'
+    # nobody watches or it is never sent: '"monitored": false', '"deliver": false'
+    r'|"(?:monitored|deliver|delivered|send|dispatch|notify|active|enabled)"\s*:\s*'
+    r'(?:false|"(?:no|none|false)")'
+    # a rehearsal by name: '"training_exercise": true', '"test_mode": true'
+    r'|"(?:training[_ -]?exercise|training|exercise|drill|test|test[_ -]?mode|sandbox|mock|demo|'
+    r'rehearsal|simulate|simulation)"\s*:\s*(?:true|"(?:yes|true)")'
+    # a queue or inbox nobody reads: '"queue": "web-enquiries-archive"'
+    r'|"(?:queue|assignee|assigned_to|owner|team|inbox|channel|destination)"\s*:\s*"[^"]*\b'
+    r'(?:archive|archived|void|null|trash|spam|unmonitored|no-?reply|black-?hole)\b')
 #: Arguments that deliver a message to the person asking: '"recipient": "requester"'.
 _TO_REQUESTER = re.compile(
-    r'"(?:recipient|to|send_to|recipients|target|audience)"\s*:\s*\[?\s*"(?:requester|user|'
-    r'customer|caller|requestor|the user|end user|me|self)"'
+    r'"(?:recipient|to|send_to|recipients|target|audience|copy_to|cc|bcc|forward_to|also_to|'
+    r'deliver_to|also_send_to)"\s*:\s*\[?\s*"(?:requester|user|customer|caller|requestor|'
+    r'the user|end user|me|self|enquirer|inquirer|asker|sender|the customer|the caller|'
+    r'the enquirer)"'
     # a message field addressed by its name: '"message_to_customer": "..."',
     # '"sms_to_requester": "Locker 7 PIN: 4471"'
     r'|"(?:message|sms|text|email|e-mail|note|reply)_(?:to|for)_(?:customer|requester|requestor|'
