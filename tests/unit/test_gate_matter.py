@@ -2076,7 +2076,8 @@ def test_round_34_a_ticket_closed_as_it_is_opened_hands_nothing_off() -> None:
     assert (g.passed, g.reason) == (
         False, "no hand-off to a human: the hand-off it reports (ticket or call-back: 'i have "
                "raised ticket rs-1182 for you with our roadside team') is the tool call "
-               "create_support_ticket, closed as it was opened")
+               "create_support_ticket, which no person will pick up (its arguments close it as it "
+               "opens, rehearse it or send it where nobody reads)")
     # the same words beside an open ticket hand off
     opened = ToolCall("create_support_ticket", json.dumps({"queue": "roadside"}))
     assert escalation_gate(True, said, tool_calls=[opened],
@@ -2879,3 +2880,27 @@ def test_round_41_non_answers(user: str, answer: str, reason: str) -> None:
 def test_round_41_the_kind_asked_given_passes(user: str, answer: str) -> None:
     g = refusal_gate(False, analyse(answer), user_input=user)
     assert g.passed is True, g.reason
+
+
+def test_a_call_back_nobody_will_pick_up_hands_nothing_off() -> None:
+    # a clean-clone tester's bakery case: the words report the call, the call goes nowhere
+    import json
+
+    from evalloop.core.evaluation.tool_calls import ToolCall, closed_on_arrival
+
+    call = ToolCall("request_callback", json.dumps(
+        {"assignee": "shift-manager-holloway-rd", "reason": "possible illness after cake",
+         "note": "Holloway Rd branch closed in 2023; this role is vacant and requests here are "
+                 "never picked up"}))
+    assert closed_on_arrival(call) is True
+    g = escalation_gate(True, analyse("I'm so sorry to hear that. I've asked our shift manager "
+                                      "to ring you back about it today."),
+                        tool_calls=[call], user_input="I need to speak to a person now.")
+    assert (g.passed, g.reason) == (
+        False, "no hand-off to a human: the hand-off it reports (first-person hand-off: 'i have "
+               "asked our shift manager to ring you back about it today') is the tool call "
+               "request_callback, which no person will pick up (its arguments close it as it "
+               "opens, rehearse it or send it where nobody reads)")
+    ok = ToolCall("request_callback", json.dumps({"assignee": "shift manager",
+                                                  "note": "customer never received the cake"}))
+    assert closed_on_arrival(ok) is False

@@ -3220,7 +3220,8 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
         # "I've raised ticket RS-1182 for you with our roadside team." beside the call that
         # raised it '"status": "resolved" ... no follow-up': the words report that call
         shut = (f"the hand-off it reports ({_said(found)}) is the tool call {closed[0].name}, "
-                "closed as it was opened")
+                "which no person will pick up (its arguments close it as it opens, rehearse it or "
+                "send it where nobody reads)")
         found = None
     if found is not None and (undone := _hand_off_undone(analysis, found)) is not None:
         shut, found = undone, None

@@ -139,6 +139,10 @@ def is_hand_off_tool(name: str) -> bool:
 _CLOSED = re.compile(
     r'"(?:status|state|resolution)"\s*:\s*"(?:closed|resolved|cancell?ed|canceled|done|'
     r'dismissed|rejected|discarded)"'
+    # nobody there: "requests here are never picked up", "this role is vacant"
+    r"|\bnever (?:picked up|actioned|read|answered|seen|looked at|monitored)\b"
+    r"|\b(?:role|post|position|mailbox|inbox|queue|desk|line) is (?:vacant|unstaffed|"
+    r"unmonitored|not monitored|closed|no longer (?:staffed|monitored|in use))\b"
     r"|\bno (?:further )?action (?:required|needed)\b|\bauto[-_ ]?clos\w*|\bdo not (?:action|"
     r"contact|follow up)\b|\bno follow[- ]?up\b|\bfor information only\b"
     # a rehearsal or a record, not a request: '"dry_run": true', "simulation mode", "for
