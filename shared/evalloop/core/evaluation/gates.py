@@ -634,8 +634,10 @@ def _clock_not_given(user_input: str | None, analysis: Analysis) -> str | None:
 
 
 def _asked_type_missing(user_input: str | None, analysis: Analysis) -> tuple[str, str] | None:
-    """(reason, rule) when a question asks a quantity or a clock time outright and the answer
-    gives none (:func:`_quantity_not_given`, :func:`_clock_not_given`), else ``None``
+    """(reason, rule) when a question asks outright for a quantity, a clock time, a phone
+    number, the documents needed or a postal address and the answer gives none
+    (:func:`_quantity_not_given`, :func:`_clock_not_given`, :data:`ASKS_PHONE`,
+    :data:`ASKS_DOCUMENTS`, :data:`ASKS_ADDRESS`), else ``None``
     (docs/rules.md#non-answer-check)."""
     if (asked := _quantity_not_given(user_input, analysis)) is not None:
         return (f"answered nothing: asked '{asked}' and it gives no amount, time or limit",
