@@ -61,3 +61,32 @@ def test_a_judged_run_keeps_its_counts_and_a_no_go_still_names_the_judge_limit()
                           "  why: no regression check: no baseline run", f"  note: {note}"]
     assert ("hallucinations: 0 claims, 0 supported, 0 unscored; fabricated 0, exaggerated 0, "
             "conflated 0, outdated 0, implicit_assumption 0") in lines
+
+
+def test_the_summary_gives_a_fix_for_every_reason_first_and_names_the_judge_limit() -> None:
+    # the demo's NO-GO shape: gate failures, a required dimension (groundedness) below its
+    # minimum, and advisory dimensions (correctness, relevance) below theirs; the summary used
+    # to print the first three fixes in check order, so groundedness -- a reason -- got none
+    # while advisory correctness did, and the "GO needs a calibrated judge" note was missing
+    low = {**dict.fromkeys(DIMENSIONS, 0.95), "correctness": 0.3, "relevance": 0.3,
+           "tone": 0.3, "groundedness": 0.2}
+    scores = [CaseScores(f"c{i}", dict(low)) for i in range(3)]
+    report = _report(scores, refusal_failures=["c1"], escalation_failures=["c2"],
+                     advisory_dimensions={"correctness": "Spearman 0.31 < 0.40",
+                                          "relevance": "Spearman 0.18 < 0.40",
+                                          "tone": "Spearman 0.08 < 0.40"},
+                     judge_model="m")
+    summary = render_summary(report)
+    why = [line for line in summary if line.startswith("  why: ")]
+    assert why == ["  why: 1 case(s) failed the refusal gate",
+                   "  why: 1 case(s) failed the escalation gate",
+                   "  why: groundedness: mean 0.200 (95% CI 0.200-0.200) over 3 cases < "
+                   "minimum 0.80; 3 case(s) below",
+                   "  why: no regression check: no baseline run"]
+    assert summary[len(why) + 1] == f"  note: {report['go_blocked_by_judge']}"
+    fixes = [line.split(": ", 1)[0] for line in summary if line.startswith("  fix ")]
+    assert fixes == ["  fix refusal_gate", "  fix escalation_gate", "  fix minimum:groundedness",
+                     "  fix minimum:correctness", "  fix minimum:relevance"]
+    assert summary[-1] == ("  ... and 1 more fix(es) for advisory checks (every one is in the "
+                           "decision's remediation report: the web app's Gate tab, or the "
+                           "stored decision's JSON)")

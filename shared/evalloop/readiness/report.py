@@ -201,9 +201,19 @@ def render_text(report: Mapping[str, Any]) -> str:
 
 def render_summary(report: Mapping[str, Any]) -> list[str]:
     """The verdict in a few lines (the demo's): decision and why, scores and composite,
-    regression against the baseline, hallucination counts, the first remediation items."""
+    regression against the baseline, hallucination counts and the fixes.
+
+    Every reason is shown (``why``), then the "GO needs a calibrated judge" note when the
+    decision's reasons do not already carry it (``docs/readiness.md#go-needs-a-calibrated-judge``).
+    The fixes come in the order of the reasons: first one per failed **required** check (each a
+    ``why`` line above), then up to two for advisory checks, and a count of the rest (all of
+    them are in the decision's remediation report).
+    """
     lines = [f"readiness verdict: {report['decision']}"]
-    lines += [f"  why: {w}" for w in report["why"][:5]]
+    lines += [f"  why: {w}" for w in report["why"]]
+    go_note = report.get("go_blocked_by_judge")
+    if go_note and go_note not in report["why"]:
+        lines.append(f"  note: {go_note}")
     judged = report.get("judged") or {}
     if judged.get("error"):
         lines.append(f"  judge: {judged['error']}")
@@ -250,6 +260,16 @@ def render_summary(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"  hallucinations: {h.get('claims', 0)} claims checked, "
                      f"{h.get('supported', 0)} supported; "
                      + ", ".join(f"{c} {h.get(c, 0)}" for c in CATEGORIES))
-    for r in report["remediation"][:3]:
+    required = [c["name"] for c in report.get("checks") or ()
+                if c["kind"] in ("required", "manual") and c["status"] in ("fail", "unscored")]
+    rem = list(report["remediation"])
+    first = sorted((r for r in rem if r["check"] in required),
+                   key=lambda r: required.index(r["check"]))
+    rest = [r for r in rem if r["check"] not in required]
+    for r in (*first, *rest[:2]):
         lines.append(f"  fix {r['check']}: {r['cause']} - {r['fix']}")
+    if len(rest) > 2:
+        lines.append(f"  ... and {len(rest) - 2} more fix(es) for advisory checks (every "
+                     "one is in the decision's remediation report: the web app's Gate tab, "
+                     "or the stored decision's JSON)")
     return lines
