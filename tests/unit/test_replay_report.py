@@ -54,7 +54,7 @@ def test_render_names_each_agents_verdict_and_the_request() -> None:
     text = console.export_text()
     assert "re-evaluation requested x1" in text  # bad
     assert "stayed <= 2%" in text  # good: peak 1.0%
-    assert "never 200 turns in 24 h (at most 7): not judged" in text  # tiny
+    assert "never 200 turns in 24 h (at most 7 at an hourly window end): not judged" in text  # tiny
     assert "3.00% [1.59%-5.60%] 9/300 (06-01 02:00)" in text  # bad's peak, Wilson 95%
     assert "3.00% [1.60%-5.60%]" in text and "9/300 (agent_response)" in text
     assert "no run (no golden set for agent 'bad')" in text

@@ -228,3 +228,25 @@ def test_same_seed_and_end_same_counts_and_the_end_is_what_moves_them() -> None:
     end = datetime(2026, 11, 30, 17, 0, tzinfo=UTC)
     assert counts(end) == counts(end) == (14400, 505, 291, 15687)
     assert counts(end + timedelta(minutes=4)) == (14400, 499, 290, 15672)
+
+
+def test_describe_says_its_peaks_come_from_window_ends_every_five_minutes() -> None:
+    # the demo's header said "at most 73 turns per 24 h" and the rate table "at most 72": both
+    # true, at window ends every 5 minutes and every hour; each now says which
+    from datetime import UTC, datetime
+
+    from evalloop.replay.schedule import AgentSummary, Schedule
+
+    t0 = datetime(2026, 11, 29, 14, 21, tzinfo=UTC)
+    t1 = datetime(2026, 12, 3, 14, 21, tzinfo=UTC)
+    quiet = AgentSummary("airline-support", 200, 0, 143, 400, 0, 0, 0.0, None, None, 73)
+    busy = AgentSummary("covid-qa-uk", 14400, 533, 320, 15000, 0, 0, 0.0644,
+                        datetime(2026, 12, 2, 6, 0, tzinfo=UTC),
+                        datetime(2026, 12, 1, 12, 26, tzinfo=UTC), 3716)
+    lines = Schedule(t0, t1, 7, [], {"airline-support": quiet, "covid-qa-uk": busy}).describe()
+    assert lines[1:] == [
+        "airline-support: 200 turns, 0 rated, 143 negative; at most 73 turns per 24 h (window "
+        "ends every 5 min; below the minimum volume)",
+        "covid-qa-uk: 14400 turns, 533 rated, 320 negative; peak 24 h rate 6.44% (window ends "
+        "every 5 min); expected crossing 12-01 12:26",
+    ]

@@ -71,7 +71,8 @@ def _verdict(report: DemoReport, agent: str, points: list[WindowReport]) -> str:
         return f"re-evaluation requested x{len(fired)}"
     most = max((p.turns for p in points), default=0)
     if most < report.min_turns:
-        return f"never {report.min_turns} turns in 24 h (at most {most}): not judged"
+        return (f"never {report.min_turns} turns in 24 h (at most {most} at an hourly window "
+                "end): not judged")
     return f"stayed <= {_THRESHOLD:.0%}"
 
 
@@ -80,7 +81,7 @@ def _rates(report: DemoReport, console: Console) -> None:
         return
     summary = Table(
         title="24 h negative rate per agent: negative turns / turns served, Wilson 95% "
-        f"(peak over windows of >= {report.min_turns} turns)",
+        f"(peak over the hourly window ends with >= {report.min_turns} turns)",
         title_justify="left",
     )
     for col in ("agent", "peak (window end)", "at the end", "denominator", "monitor"):

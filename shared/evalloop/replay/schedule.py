@@ -213,9 +213,11 @@ class Schedule:
         for a in self.agents.values():
             crossing = f"{a.first_crossing:%m-%d %H:%M}" if a.first_crossing else "never"
             peak = (
-                f"peak 24 h rate {a.peak_rate:.2%}; expected crossing {crossing}"
+                f"peak 24 h rate {a.peak_rate:.2%} (window ends every 5 min); expected "
+                f"crossing {crossing}"
                 if a.peak_at
-                else f"at most {a.max_window_turns} turns per 24 h (below the minimum volume)"
+                else f"at most {a.max_window_turns} turns per 24 h (window ends every 5 min; "
+                "below the minimum volume)"
             )
             lines.append(
                 f"{a.agent_id}: {a.turns} turns, {a.rated_turns} rated, {a.negative_turns} "
