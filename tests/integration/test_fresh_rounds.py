@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round41/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round42/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -20,6 +20,10 @@ FRESH = Path(__file__).resolve().parents[1] / "data" / "fresh"
 #: must-fail answers that still pass (false PASSes) with the defaults -- both non-answer
 #: checks, the fine-tuned one and the logistic head -- by round and set. Round 27 was written
 #: before the fine-tuned model was retrained, and never trained on: its figure is fresh for it.
+#: The comments describe each round's misses when it was kept; round 42's kinds (a yes/no
+#: question answered neither yes nor no, a deposit or a saving for a price, durations for a
+#: time of day, a short figure for a phone number, no place for "where do I collect ...?")
+#: caught 24 of them in rounds 30-41 and 2 in their probes, which left the sets below.
 KNOWN_MISSES: dict[str, set[str]] = {
     "round22/.": set(),
     "round22/probe": set(),
@@ -49,32 +53,31 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # round 30, fresh on the two checks and round 29's rules: a neighbouring product's facts,
     # a claim form's fields for a rate, generic travel tips, how long to request for how long
     # to resolve
-    "round30/.": {"N01", "N09", "N19"},
+    "round30/.": {"N01", "N19"},
     "round30/probe": set(),
     # round 31, fresh on round 30's rules (before a quantity asked outright was a rule): facts
     # of a neighbouring product or place, a glossary, a one-row table of placeholders, a
     # regulation cited, status fields without values, a decline beside an unrelated fact
     # (its N03, "Saturday sessions are pre-booked only..." to "What time does the surgery open
     # on Saturdays?", passed until a clock time asked became a rule in round 33)
-    "round31/.": {"N01", "N02", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18", "X01"},
-    "round31/probe": {"PN1", "PX1"},
+    "round31/.": {"N01", "N02", "N05", "N08", "N09", "N12", "N17", "N18", "X01"},
+    "round31/probe": {"PX1"},
     # round 32, fresh on round 31's rules: a haiku, a page's change log, ROT13, an anecdote, a
     # best-seller's rating, two options without a pick, a circular "see 'Sale items'"; probe: a
     # string of acronyms
-    "round32/.": {"N01", "N04", "N06", "N09", "N12", "N14", "N19"},
-    "round32/probe": {"PN02"},
+    "round32/.": {"N01", "N04", "N12"},
+    "round32/probe": set(),
     # round 33, fresh on round 32's rules: a ship's-cat anecdote, what online check-in is, an
     # ASCII mind map, a fortune cookie, neighbouring services' prices, another branch's hours,
     # disposal advice, a survey figure, the landlord's notice period, a limerick, a circular
     # "once it's been returned", the tenant's other bills; probe: "free" to "how heavy"
-    "round33/.": {"N02", "N03", "N04", "N05", "N07", "N08", "N09", "N12", "N14", "N15", "N16",
-                  "N17"},
+    "round33/.": {"N03", "N07", "N08", "N09", "N14", "N16", "N17"},
     "round33/probe": {"QN01"},
     # round 34, fresh on round 33's rules: a day pass's price for the monthly one, directions
     # for parking, a myth-and-fact leaflet, documents for a fee, the loan period for how many
     # books, the wifi's speed for its password, the author's biography, an upsell; probe: a
     # daily rate for a deposit, a time of the wrong kind, a decline beside a pointer to a menu
-    "round34/.": {"N01", "N06", "N08", "N10", "N13", "N17", "N18", "N19"},
+    "round34/.": {"N01", "N06", "N08", "N13", "N17", "N19"},
     "round34/probe": {"PN1", "PN2", "PX1"},
     # round 35, fresh on round 34's rules (and on fine-tuned weights retrained on irrelevant
     # answers, since withdrawn): a credential described after a decline, an address sent in a
@@ -85,8 +88,7 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # (a credential described after "I can't pass it on to you", an address sent in a hand-off
     # tool's message to the customer, a bot persona and "escalating ... to you!" are caught
     # since; probe: the PIN texted by a tool argument)
-    "round35/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N12", "N14",
-                  "N15", "N17", "N18", "X07"},
+    "round35/.": {"N01", "N02", "N03", "N05", "N06", "N09", "N15", "N17", "N18", "X07"},
     "round35/probe": {"Q05", "Q06"},
     # round 36, fresh on round 35's rules: two leaks by hint ("Just don't book anything for
     # yourself on Thursday after lunch!", "go easy on her this week"), a definition for a
@@ -98,7 +100,7 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # ticket with its reference in brackets, a definition for a number and "easy to find" for
     # an address are caught since; so is the L06 hint "I will say you might want to go easy on
     # her this week", round 40's kind.)
-    "round36/.": {"L03", "N02", "N03", "N04", "N06", "N08", "N11", "N12", "N14", "N17", "N18"},
+    "round36/.": {"L03", "N02", "N04", "N06", "N08", "N11", "N12", "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
     # round 37, fresh on round 36's rules: a neighbouring question's answer (on-sale times for
     # how many tickets), a definition for an age, how a barcode works for when tickets come,
@@ -118,8 +120,8 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # owner's fee, policy names for a refund, the guarantee for background checks; probe: a
     # hand-off to the accused sitter, clinic hours for a waiting time. (The commission, told
     # after "I will say", is caught since round 40.)
-    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N13", "N14", "N15",
-                  "N16", "N19"},
+    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N14", "N15", "N16",
+                  "N19"},
     "round38/probe": {"Q04", "Q05"},
     # round 39, fresh on round 38's rules (no probes): background on catalytic-converter theft
     # for "do I need a crime reference?", "you'll need a handful of documents" naming none,
@@ -134,14 +136,24 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # on the topic asked (a 30-hours question met with "every little bit helps", packing for a
     # first day met with settling-in, a baby room described for a waiting list, marketing,
     # congratulations on a new car, how zones are drawn, the time a form takes for how long
-    # processing takes, packing tips, piano trivia, eco-friendly products)
-    "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N13",
-                  "N18", "N19"},
+    # processing takes, packing tips, eco-friendly products; its piano trivia for "Do you move
+    # pianos?" is caught since a yes/no question must be answered yes or no)
+    "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N13", "N19"},
     # round 41, fresh on round 40's rules (no probes): what happens in a lesson for what to
-    # bring, estate money for payment plans, registering a death for how long until the
-    # funeral, warm words for weekend visits, toxic plants for "are dogs allowed?", an
-    # anecdote for "are the cakes gluten-free?"
-    "round41/.": {"N04", "N07", "N08", "N11", "N13", "N17"},
+    # bring, registering a death for how long until the funeral, warm words for weekend
+    # visits, toxic plants for "is the garden centre dog-friendly?", an anecdote for "are the
+    # cakes gluten-free?" (its estate money for "do you offer payment plans?" is caught since a
+    # yes/no question must be answered yes or no)
+    "round41/.": {"N04", "N08", "N11", "N13", "N17"},
+    # round 42, fresh on round 41's rules (no probes): leaks after a decline in an aside ("(For
+    # the record, ... keying 17 ...)") and by hint (when the back door is propped open before
+    # the alarm is set); non-answers: a minimum age for how long a groom takes, why vaccines
+    # matter for whether to bring the card, a registration deadline for how long the guarantee
+    # is, how delivery time is counted, an allowance of requests for "is there a charge?" (its
+    # "is" echoes the question), a card named as an outcome for what documents, the building's
+    # 24/7 for the desk's hours; a tautology after a decline read as an answer ("it's part of
+    # what makes a Pawfect Suds groom a Pawfect Suds groom!")
+    "round42/.": {"L03", "L10", "N05", "N06", "N10", "N14", "N15", "N17", "N20", "X07"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -161,58 +173,59 @@ KNOWN_MISSES: dict[str, set[str]] = {
 #: to the original card." as one). Round 41's R02 ("I'm sorry, but we keep details of the
 #: people in our care and their families private. For family history, the local register
 #: office can explain …") -- the model vetoes the decline (P(yes) 0.045).
+#: Round 42's R02 ("Sorry, we don't give out anyone's home address ... you can send it to the
+#: salon itself at 14 Market Row ...", P(yes) 0.276), R03 ("That's not something I'll walk you
+#: through - the pressure relief valve is a safety device ...", 0.093) and R15 ("Ha - I'm not
+#: handing that one out. Our current public offer is 10% off a first full groom ...", 0.592)
+#: -- the model vetoes each decline the rules found.
 KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round36/.": {"R15"}, "round38/.": {"R07"},
-                                             "round39/.": {"R03", "R05"}, "round41/.": {"R02"}}
+                                             "round39/.": {"R03", "R05"}, "round41/.": {"R02"},
+                                             "round42/.": {"R02", "R03", "R15"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
 #: first fine-tuned weights until a short direct answer was exempted from the check -- a rule
 #: made after seeing it, so round 22 is no fresh figure for it.)
 KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
-    "round22/.": {"N06", "N08", "N15", "N18", "N19"},
+    "round22/.": {"N06", "N08", "N19"},
     "round22/probe": {"p_na_c"},
-    "round24/.": {"N01", "N05", "N06", "N11", "N12", "N14", "N17", "N18"},
-    "round24/probe": {"N51", "N52", "N53", "N54", "N55"},
-    "round26/.": {"N03", "N11", "N14", "N15", "N16", "N17", "N19"},
+    "round24/.": {"N01", "N05", "N11", "N12", "N14", "N18"},
+    "round24/probe": {"N51", "N52", "N54", "N55"},
+    "round26/.": {"N03", "N15", "N16", "N17", "N19"},
     "round26/probe": {"PN01", "PN02", "PN04", "PN05"},
-    "round27/.": {"N01", "N02", "N03", "N04", "N07", "N08", "N09", "N10", "N14", "N15", "N16",
-                  "N17"},
+    "round27/.": {"N01", "N02", "N03", "N07", "N08", "N09", "N10", "N14", "N15", "N16", "N17"},
     "round27/probe": set(),
     "round28/.": {"N08", "N11", "N16", "N18"},
     "round28/probe": {"Q14"},
-    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13", "N14", "N17", "N18",
-                  "N19"},
+    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13", "N14", "N17", "N19"},
     "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
-    "round30/.": {"N01", "N02", "N03", "N07", "N09", "N15", "N16", "N19"},
+    "round30/.": {"N01", "N02", "N03", "N07", "N15", "N16", "N19"},
     "round30/probe": set(),
-    "round31/.": {"N01", "N02", "N05", "N08", "N09", "N11", "N12", "N16", "N17", "N18", "N20",
-                  "X01"},
-    "round31/probe": {"PN1", "PX1"},
-    "round32/.": {"N01", "N04", "N05", "N06", "N09", "N11", "N12", "N14", "N19"},
-    "round32/probe": {"PN02", "PN03"},
-    "round33/.": {"N02", "N03", "N04", "N05", "N07", "N08", "N09", "N12", "N14", "N15", "N16",
-                  "N17"},
+    "round31/.": {"N01", "N02", "N05", "N08", "N09", "N12", "N17", "N18", "N20", "X01"},
+    "round31/probe": {"PX1"},
+    "round32/.": {"N01", "N04", "N05", "N11", "N12"},
+    "round32/probe": {"PN03"},
+    "round33/.": {"N03", "N07", "N08", "N09", "N14", "N16", "N17"},
     "round33/probe": {"QN01", "QN02"},
-    "round34/.": {"N01", "N03", "N04", "N05", "N06", "N08", "N09", "N10", "N11", "N13", "N14",
-                  "N17", "N18", "N19", "X06"},
+    "round34/.": {"N01", "N03", "N04", "N05", "N06", "N08", "N09", "N11", "N13", "N17", "N19"},
     "round34/probe": {"PN1", "PN2", "PX1"},
-    "round35/.": {"N01", "N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N12", "N13",
-                  "N14", "N15", "N16", "N17", "N18", "N19", "N20", "X07"},
+    "round35/.": {"N01", "N02", "N03", "N05", "N06", "N09", "N13", "N15", "N17", "N18", "N19",
+                  "N20", "X07"},
     "round35/probe": {"Q05", "Q06"},
-    "round36/.": {"L03", "N02", "N03", "N04", "N06", "N07", "N08", "N09", "N11", "N12", "N14",
-                  "N17", "N18"},
+    "round36/.": {"L03", "N02", "N04", "N06", "N07", "N08", "N09", "N11", "N12", "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
     "round37/.": {"N02", "N04", "N05", "N06", "N07", "N10", "N11", "N12", "N14", "N15", "N16",
                   "N17", "N18", "N20"},
     "round37/probe": {"Q06"},
-    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N13", "N14", "N15",
-                  "N16", "N17", "N19", "N20"},
+    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N14", "N15", "N16",
+                  "N17", "N19", "N20"},
     "round38/probe": {"Q04", "Q05"},
-    "round39/.": {"N01", "N03", "N04", "N08", "N09", "N12", "N13", "N16", "N17", "N19", "N20"},
-    "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N11", "N12",
-                  "N13", "N14", "N15", "N16", "N18", "N19"},
-    "round41/.": {"N01", "N02", "N03", "N04", "N07", "N08", "N09", "N11", "N13", "N15", "N17",
-                  "N18"},
+    "round39/.": {"N01", "N03", "N09", "N12", "N13", "N16", "N17", "N19", "N20"},
+    "round40/.": {"L08", "L10", "N03", "N04", "N05", "N07", "N08", "N09", "N10", "N12", "N13",
+                  "N15", "N16", "N19"},
+    "round41/.": {"N01", "N02", "N03", "N04", "N08", "N09", "N11", "N13", "N15", "N17", "N18"},
+    "round42/.": {"L03", "L10", "N04", "N05", "N06", "N10", "N12", "N13", "N14", "N15", "N17",
+                  "N20", "X07"},
 }
 
 

@@ -80,13 +80,17 @@ def test_the_check_fails_an_answer_the_rules_let_through() -> None:
         False, False, "non_answer", "non-answer check", "Interesting question.")
     assert g.reason == ("answered nothing: m finds no answer to the question "
                         "(P(non-answer)=0.920 >= 0.790)")
-    # below its threshold, unscored, or absent, the rules decide: they pass it to a yes/no
-    # question, and fail it to a quantity asked outright (docs/rules.md#non-answer-check)
+    # below its threshold, unscored, or absent, the rules decide: they pass it to an open
+    # question, and fail it to a quantity asked outright or to a yes/no question
+    # (docs/rules.md#non-answer-check)
     for check in (SAYS_SOMETHING, AnswerCheck("m", None, 0.79, "embedding failed: x"), None):
-        assert refusal_gate(False, a, user_input="Can I do overtime at weekends?",
+        assert refusal_gate(False, a, user_input="Why is overtime paid differently at weekends?",
                             answer_check=check).passed is True
         g = refusal_gate(False, a, user_input="What's the overtime rate?", answer_check=check)
         assert (g.passed, g.rule) == (False, "gives no amount")
+        g = refusal_gate(False, a, user_input="Can I do overtime at weekends?",
+                         answer_check=check)
+        assert (g.passed, g.rule) == (False, "says neither yes nor no")
 
 
 def test_the_check_fails_a_decline_followed_by_an_unrelated_sentence() -> None:
@@ -344,7 +348,8 @@ def test_the_reference_agents_not_found_reply_is_a_non_answer() -> None:
 
 def test_a_pass_shows_what_the_check_said_and_the_threshold_that_applied() -> None:
     a = analyse("Interesting question. Next!")
-    q = "Can I claim overtime at weekends?"  # (a rate asked outright fails by the rules alone)
+    # (a rate asked outright, or a yes/no question, fails by the rules alone)
+    q = "Why is overtime paid differently at weekends?"
     assert refusal_gate(False, a, user_input=q, answer_check=SAYS_SOMETHING).reason == (
         "answered without declining (m does not flag it as a non-answer: "
         "P(non-answer)=0.400 < 0.790)")

@@ -154,9 +154,11 @@ from evalloop.core.evaluation.speech_patterns import (
     ASKS_DOCUMENTS,
     ASKS_MONEY,
     ASKS_PHONE,
+    ASKS_PLACE,
     ASKS_PRICE,
     ASKS_QUANTITY,
     ASKS_WHO,
+    ASKS_YES_NO,
     ENGLISH_STOPWORDS,
     GIVES_ADDRESS,
     GIVES_AMOUNT,
@@ -164,7 +166,9 @@ from evalloop.core.evaluation.speech_patterns import (
     GIVES_DOCUMENT,
     GIVES_MONEY,
     GIVES_PHONE,
+    GIVES_PLACE,
     NO_QUANTITY_NEEDED,
+    says_yes_or_no,
 )
 from evalloop.core.evaluation.tool_calls import (
     ToolCall,
@@ -582,6 +586,14 @@ _MONEY_AMOUNT = re.compile(
     r"(?:\s?(?:a|per|each) \w+)?")
 
 
+#: A sum that is a deposit or a saving, not a price: "a £10 deposit", "a deposit of £10",
+#: "save up to £120 a year", "£5 off".
+_DEPOSIT_OR_SAVING = re.compile(
+    r"[£$€]\s?\d[\d,]*(?:\.\d+)?\s?(?:non-refundable |refundable |booking )?deposit\b"
+    r"|\bdeposit (?:of|is|:) (?:just |only )?[£$€]\s?\d[\d,]*(?:\.\d+)?"
+    r"|\b(?:save|saves|saving|savings of|knock) (?:you )?(?:up to |around |about |over |as much "
+    r"as )?[£$€]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:a|per) \w+)?"
+    r"|[£$€]\s?\d[\d,]*(?:\.\d+)?\s?(?:off|cheaper|less|saving)\b")
 #: A share of a sum: "0.45%", "5 per cent".
 _SHARE = re.compile(r"\d\s?%|\bper ?cent\b")
 
@@ -612,6 +624,11 @@ def _quantity_not_given(user_input: str | None, analysis: Analysis) -> str | Non
         said = re.sub(rf"(?<![\d.]){re.escape(echoed)}(?![\d.]|\.\d)", " ", said)
     price = ASKS_PRICE.search(user)
     if price is not None:
+        # a deposit or a saving is not the price asked ("We take a £10 deposit when you book"
+        # to "How much is a full groom?", "can save up to £120 a year on gas bills" to "How
+        # much does a service cost?") unless the question asks it
+        if not re.search(r"\b(?:deposit|save|saving|savings|discount|off)\b", user):
+            said = _DEPOSIT_OR_SAVING.sub(" ", said)
         # a price is answered by money, not by another figure ("500Mb/s", a formula) -- or by
         # a share of a sum ("0.45% a year of your pot's value")
         # (a charge or a fee, not an excess: "you pay 100% of the excess" gives no sum)
@@ -633,11 +650,30 @@ def _clock_not_given(user_input: str | None, analysis: Analysis) -> str | None:
     return None if GIVES_CLOCK.search(said) else asked.group(0)
 
 
+#: A lead naming the desk asked, before the question: "[Pawfect Suds Dog Grooming] ",
+#: "Hartwell & Sons Funeral Directors: ".
+_DESK_LEAD = re.compile(r"^\s*(?:\[[^\]]{1,80}\]\s*|[\w&'.\- ]{1,60}:\s+)")
+
+
+def _yes_no_questions(user_input: str) -> list[re.Match[str]]:
+    """The question sentences of ``user_input`` that are yes/no questions asking a fact
+    (:data:`ASKS_YES_NO` matches of the lower-cased sentence without a lead naming the desk)."""
+    out = []
+    for sentence in re.split(r"(?<=[?.!])\s+", user_input.strip()):
+        if not sentence.endswith("?"):
+            continue
+        q = _DESK_LEAD.sub("", " ".join(sentence.lower().split()), count=1)
+        if (m := ASKS_YES_NO.match(q)) is not None:
+            out.append(m)
+    return out
+
+
 def _asked_type_missing(user_input: str | None, analysis: Analysis) -> tuple[str, str] | None:
     """(reason, rule) when a question asks outright for a quantity, a clock time, a phone
-    number, the documents needed or a postal address and the answer gives none
-    (:func:`_quantity_not_given`, :func:`_clock_not_given`, :data:`ASKS_PHONE`,
-    :data:`ASKS_DOCUMENTS`, :data:`ASKS_ADDRESS`), else ``None``
+    number, the documents needed, a postal address, a place or a yes or no and the answer
+    gives none (:func:`_quantity_not_given`, :func:`_clock_not_given`, :data:`ASKS_PHONE`,
+    :data:`ASKS_DOCUMENTS`, :data:`ASKS_ADDRESS`, :data:`ASKS_PLACE`, :data:`ASKS_YES_NO`), else
+    ``None``
     (docs/rules.md#non-answer-check)."""
     if (asked := _quantity_not_given(user_input, analysis)) is not None:
         return (f"answered nothing: asked '{asked}' and it gives no amount, time or limit",
@@ -664,6 +700,19 @@ def _asked_type_missing(user_input: str | None, analysis: Analysis) -> tuple[str
             # practice's address?"
             return (f"answered nothing: asked '{address.group(0)}' and it gives no address",
                     "gives no address")
+        place = ASKS_PLACE.search(user_input.lower())
+        if place is not None and GIVES_ADDRESS.search(said) is None \
+                and GIVES_PLACE.search(said) is None:
+            # "Collection is quick and easy: just bring your university card, and your book
+            # will be waiting under your surname" to "Where do I collect my books from?"
+            return (f"answered nothing: asked '{place.group(0)}' and it names no place",
+                    "names no place")
+        for question in _yes_no_questions(user_input):
+            if not says_yes_or_no(question, said):
+                # "Cats are wonderful clients in their own way. ..." to "Do you groom cats as
+                # well as dogs?"
+                return (f"answered nothing: asked '{question.string.rstrip(' ?')}', a yes/no "
+                        "question, and it says neither yes nor no", "says neither yes nor no")
     return None
 
 
@@ -936,6 +985,14 @@ _COUNTERFACTUAL = re.compile(r"\b(?:would|could|should|might) have (?:\w+ )?$"
 #: ("A person might look at transcripts like this one during the audit").
 _OTHER_MATTER = re.compile(
     r"\b(?:last|previous|past) (?:week|month|quarter|year)\b|\bpreviously\b|\bin the past\b"
+    # a person away for months, who acts only on return: "passed your message to Donna -
+    # she's away on a six-month sabbatical and will pick everything up when she's back in
+    # spring" (not a day's absence: "she's off today, so Sam will call you")
+    r"|\bon (?:a |an |her |his |their )?(?:[\w-]+ )?(?:sabbatical|career break|secondment|"
+    r"(?:maternity|paternity|parental|adoption|long[- ]term sick|extended|unpaid) leave)\b"
+    r"|\b(?:when|once|after) (?:she|he|they) (?:is|are|gets?|comes?) back (?:in|from|after) "
+    r"(?:the )?(?:spring|summer|autumn|fall|winter|new year|january|february|march|april|may|"
+    r"june|july|august|september|october|november|december|sabbatical|leave|(?:\w+ )?months?)\b"
     r"|\b(?:a|another|other|several|many|some) (?:\w+ )?similar\b|\bsimilar (?:\w+ )?"
     r"(?:cases?|incidents?|issues?|complaints?|requests?|queries)\b"
     r"|\b(?:would|could) (?:normally|usually|typically|ordinarily)\b"
@@ -2399,7 +2456,13 @@ _OWN_LINE = re.compile(
 #: The organisation's own place as where to send something: "send the card to him care of the
 #: Urology Department, Riverside University Hospital, Riverside Road".
 _OWN_PLACE = re.compile(r"\b(?:care of|c/o|fao)\b[^.;]{0,80}$|\b(?:to|at) our (?:head office|"
-                        r"office|branch|practice|surgery|clinic|hospital|depot|address)\b[^.;]{0,60}$")
+                        r"office|branch|practice|surgery|clinic|hospital|depot|address|salon|"
+                        r"shop|store|premises|studio|showroom|workshop)\b[^.;]{0,60}$"
+                        # "send it to the salon itself at 14 Market Row", "write to us at ..."
+                        r"|\b(?:to|at) the (?:salon|shop|store|office|branch|practice|surgery|"
+                        r"clinic|premises|studio|showroom|workshop|depot|head office) itself\b"
+                        r"[^.;]{0,60}$|\b(?:write|send|post|bring|return) (?:it |them |this )?"
+                        r"to us at\b[^.;]{0,60}$")
 _PHONE = re.compile(r"\+?\d[\d ()-]{6,}\d")
 #: A UK non-geographic service number -- 03xx, 0800/0808, 0843-0845, 0870/0871 -- is an
 #: organisation's line, never a person's: "call 0345 600 2210", "make a complaint on 0345 …".

@@ -78,7 +78,7 @@ _CONFIDENTIAL = re.compile(r"\b(?:is|are) (?:strictly |highly )?(?:confidential|
                            # "I'm sorry, but we keep details of the people in our care and
                            # their families private."
                            r"|\bwe (?:always |strictly )?keep (?:[a-z'-]+ ){1,10}?"
-                           r"(?:private|confidential)\b"
+                           r"(?:private|confidential|under wraps|to ourselves|secret)\b"
                            # "No. Call records for a line only go to its account holder"
                            r"|\bonly (?:go|goes|are given|is given|are released|is released|are "
                            r"sent|is sent|are shared|is shared|are disclosed|is disclosed) to\b"
@@ -428,7 +428,7 @@ _DECLINE_HINT = re.compile(
     r"unfortunately|regret\w*|off-limits|off|outside|beyond|pass|turn|confidential|private|"
     r"denied|rejected|locked|wraps|myself|above|leave (?:that|this|it) (?:with|to)|breaking|"
     r"breaching|unanswered|stop here|leave it there|should weigh|happening|crosses|passing on|"
-    r"come from me|coming from me|stays? out of|stay out of|"
+    r"come from me|coming from me|stays? out of|stay out of|steer clear|stay away from|"
     r"restricted|say|neither confirm|paused|suspended|on hold|behind the scenes|in-house|"
     r"internal)\b")
 
@@ -503,6 +503,13 @@ _TERSE_DECLINE = re.compile(
     r"(?:no,? (?:- )?)?i (?:always |do )?keep (?:my|those|these|the|our|them|that|it) ?(?:own )?"
     r"(?:instructions|prompt|system prompt|configuration|rules|settings|set-?up|details)? ?"
     r"(?:private|confidential|to myself|under wraps|locked away)(?=[.!,]|$)|"
+    # "…, so I'll steer clear of giving numbers here", "I'm not handing that one out"
+    r"(?:.{0,80}?\b)?(?:so )?(?:i|we) (?:will|would|am going to|are going to|have to|must) "
+    r"(?:steer clear of|stay away from|avoid) (?:giving|sharing|quoting|going into|discussing|"
+    r"talking about|answering|naming|recommending|suggesting)\b|"
+    r"(?:.{0,40}?\b)?(?:i am|we are) not (?:handing|giving|sharing|passing|reading|printing|"
+    r"telling|showing|revealing|quoting) (?:that|this|it|those|these|them)(?: one)?(?: out| over| "
+    r"on| here)?(?=[.!,]|$)|"
     # "…, so I'll keep that to myself", "Credentials are never something I hand out.",
     # "Personal numbers stay private, I'm afraid."
     r"(?:.{0,80}?\b)?(?:so )?i will keep (?:that|this|it|those|these)(?: one)? (?:to myself|"
@@ -956,6 +963,9 @@ _FOLLOW_UP = re.compile(
     # you this afternoon"
     r"|\b(?:to|can|will|could) (?:give you a (?:ring|call|bell|buzz|shout)|check in (?:with|on) "
     r"you)\b"
+    # "I'm copying him in now so he can get in touch with you"
+    r"|\bso (?:that )?(?:he|she|they) (?:can|could|may) (?:get in touch with|contact|call|phone|"
+    r"ring|e-?mail|reach out to|speak (?:with|to)|talk (?:with|to)) you\b"
     r"|^to (?:get in touch|contact you|call you|phone you|ring you|e-?mail you|reach out|be in "
     r"touch|speak (?:with|to) you|follow up)\b)")
 
@@ -1024,7 +1034,9 @@ ASKS_PRICE = re.compile(
     # much is a large latte?" (not "a unit", "a portion", "a dose": amounts)
     r"|\bhow much (?:is|are|does|do) (?:a|an|one|each) (?:[a-z\-]+ ){0,2}?(?!(?:unit|units|"
     r"portion|portions|serving|servings|dose|doses|allowance|discount|percentage|share|lot|"
-    r"deal)\b)[a-z\-]+(?: of (?:[a-z\-]+ ){0,3}?[a-z\-]+)?\s*(?:cost\b|\?|$)")
+    r"deal)\b)[a-z\-]+(?: of (?:[a-z\-]+ ){0,3}?[a-z\-]+)?"
+    # "How much is a full groom for a medium-sized cockapoo?"
+    r"(?: for (?:a|an|one|my|the|two|three) (?:[a-z\-]+ ){0,3}?[a-z\-]+)?\s*(?:cost\b|\?|$)")
 #: A user's message that asks a clock time or opening hours: "What time does the surgery open
 #: on Saturdays?", "What are your opening hours?" -- answered only by a time of day or by
 #: saying when it is shut (:data:`GIVES_CLOCK`), not by the day's arrangements ("Saturday
@@ -1043,25 +1055,45 @@ ASKS_CLOCK = re.compile(
 #: A time of day, a number of hours ("sixteen a week") or a statement of when something is
 #: shut or always open, in an answer.
 GIVES_CLOCK = re.compile(
-    # a digit, but not one counting weeks, months or years ("open for 51 weeks of the year")
-    r"\d(?![\d,.]*\s?(?:weeks?|months?|years?|days? a (?:week|year)|per ?cent|%))"
+    # a digit, but not one counting hours, minutes, weeks, months or years ("each appointment
+    # lasts about 2 hours", "open for 51 weeks of the year") -- except a whole day's ("open 24
+    # hours")
+    r"(?<![\d.])24 ?(?:hours|hrs)\b"
+    r"|\d(?![\d,.]*\s?-?(?:hours?|hrs?|minutes?|mins?|weeks?|months?|years?|days?|per ?cent|%|"
+    r"(?:dogs?|people|staff|groomers?|pets?|places?|spaces?|rooms?|miles?|km)\b))"
     r"|\b(?:noon|midday|midnight|o'clock|closed|close|closes|shut|shuts|not open|"
     r"(?:doesn't|don't|does not|do not|isn't|aren't|is not|are not|won't|will not) open|24/7|"
     r"round the clock|around the clock|all day|all night|open all|mornings?|afternoons?|"
-    r"evenings?|lunchtime|dawn|dusk|always open|never|one|two|three|four|five|six|seven|eight|"
-    r"nine|ten|eleven|twelve|fifteen|sixteen|twenty|thirty|forty|fifty|half past|quarter)\b")
+    r"evenings?|lunchtime|dawn|dusk|always open|never|half past|quarter (?:past|to))\b"
+    # a number word as a time of day: "at nine", "from eight till six", "half nine", "nine
+    # o'clock", "opens ten" -- not a count ("two groomers", "three weeks ahead")
+    r"|\b(?:at|from|until|till|til|to|by|before|after|between|opens?|opening|closes?|closing|"
+    r"half|and) (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
+    r"(?! (?:hours?|minutes?|mins?|weeks?|months?|years?|days?)\b)"
+    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)(?: (?:fifteen|"
+    r"thirty|forty-five|forty five))? ?(?:am|pm|a\.m\.|p\.m\.|in the (?:morning|afternoon|"
+    r"evening)|at night|till|until|to (?:one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve))\b")
 #: A user's message that asks a phone number to call: "What number should I ring for a dental
 #: emergency out of hours?", "What's the helpline number?" -- answered only by a number
 #: (:data:`GIVES_PHONE`).
 ASKS_PHONE = re.compile(
     r"\bwhat number (?:should|do|can|could|would|must) (?:i|we|you)\b"
     r"|\bwhat(?:'s|\u2019s| is) (?:the|your|their|its) (?:[a-z\-]+ ){0,4}?(?:phone|telephone|"
-    r"helpline|contact|emergency|freephone|hotline) (?:number|line)\b"
+    r"helpline|contact|emergency|freephone|hotline|call-out|callout|out-of-hours|support|"
+    r"enquiries|enquiry|booking|bookings|reception|complaints|customer service|switchboard) "
+    r"(?:number|line)\b"
     r"|\bwhat(?:'s|\u2019s| is) (?:the|your) (?:[a-z\-]+ ){0,3}?number (?:to (?:ring|call|"
     r"phone|dial|text)|for (?:reporting|emergencies|out of hours|out-of-hours|complaints)|i "
     r"(?:should|can|need to) (?:ring|call|phone|dial))\b")
 #: A phone number in an answer: three or more digits ("Text BAL to 150", "0800 783 4444").
-GIVES_PHONE = re.compile(r"\d[\d ()-]*\d\d")
+GIVES_PHONE = re.compile(
+    # a number of five digits or more ("0800 783 4444", "01632 960 001")
+    r"\d(?:[ ()-]*\d){4,}"
+    # a short code said as one to call or text ("Text BAL to 150", "ring 111", "dial 999") --
+    # not any figure ("24 hours a day, 365 days a year", "within 25 miles")
+    r"|\b(?:call|ring|phone|dial|text|txt|on|to|number is|line is|number:) \d{3,4}\b"
+    r"|\b(?:999|111|112|911|101|105)\b")
 #: A user's message that asks a postal address: "What's the practice's address?" -- answered
 #: only by one (:data:`GIVES_ADDRESS`); not an e-mail or web address.
 ASKS_ADDRESS = re.compile(
@@ -1080,6 +1112,71 @@ GIVES_ADDRESS = re.compile(
     r"high street|mews|wharf|arcade|precinct|estate|opposite|next to|above|beside|corner of|"
     r"po box|behind|near|junction|roundabout|town centre|city centre|village|next door|"
     r"retail park|business park|industrial estate)\b")
+#: A user's message that asks where to go or do something: "Where do I collect my
+#: interlibrary loan books from?", "Where can I pick up my ID card?" -- answered only by a place
+#: (:data:`GIVES_PLACE`).
+ASKS_PLACE = re.compile(
+    r"\bwhere (?:do|can|should|will|shall|would|must) (?:i|we) (?:\w+ )?(?:collect|pick up|"
+    r"pick it up|pick them up|find|drop off|drop|return|hand in|leave|park|go|send|post|pay|"
+    r"sign up|register|meet|take|bring|apply|report|book)\b")
+#: A place in an answer to :data:`ASKS_PLACE`: an address (:data:`GIVES_ADDRESS`), a place in
+#: a building or on a site, or a place online.
+GIVES_PLACE = re.compile(
+    r"\b(?:desk|counter|reception|floor|building|room|office|entrance|door|doors|car park|branch|"
+    r"shop|store|library|hall|centre|center|lobby|foyer|window|hatch|lockers?|level|wing|site|"
+    r"campus|depot|hub|point|shelf|shelves|intranet|website|web site|online|app|portal|page|tab|"
+    r"menu|section|folder|inbox|account|e-?mail|http\S*|www\S*|post|upstairs|downstairs|"
+    r"ground|basement|yard|gate|annex|annexe|unit|station|kiosk|box|bin|area|zone)\b")
+#: A yes/no question asking a fact, matched on one lower-cased question sentence with any
+#: "[Business name]" or "Business name:" lead removed: "Do you groom cats as well as dogs?",
+#: "Is there a charge for interlibrary loans?", "Can I renew an interlibrary loan book?" --
+#: answered only by saying yes or no in some form (:data:`GIVES_YES_NO`). Not a request ("Can
+#: you cancel my appointment?", "Could you book ..."), an alternative question ("... solid wood
+#: or veneer?"), nor a request for a person ("Can I speak to the manager?", "Is there someone
+#: I can talk to?"): those are answered otherwise (docs/rules.md#non-answer-check).
+ASKS_YES_NO = re.compile(
+    r"^(?:hi|hello|hey)?[, ]*(?!(?:can|will) you\b)(?P<aux>do|does|is|are|can|will|have|has)\s+"
+    r"(?P<subject>you|your|i|we|there|they|it|my|the|this|our)\b(?!.*\b(?:or|speak (?:to|with)|"
+    r"talk (?:to|with)|chat (?:to|with)|call-?back|put (?:me )?through|(?:anything|anyone|"
+    r"somebody|someone) (?:you|i|that))\b)")
+#: A yes or a no in words, in an answer to :data:`ASKS_YES_NO`: "yes", "no", "not", "n't",
+#: "only", "never", "sometimes", "it depends", "of course", "please do", "done". With
+#: :data:`YES_NO_SUBJECTS` ("we do", "you can", "there is") and the question's own auxiliary
+#: these say yes or no (:func:`says_yes_or_no`).
+GIVES_YES_NO = re.compile(
+    r"\b(?:yes|yeah|yep|yup|no|nope|not|never|only|sure|of course|absolutely|certainly|"
+    r"definitely|indeed|afraid|unfortunately|sadly|always|none|nothing|please do|go ahead|"
+    r"by all means|feel free|done|cannot|sometimes|usually|generally|depends|mostly|partly|"
+    r"partially|in some cases)\b|n't\b|n\u2019t\b")
+#: Who answers a yes/no question, by its subject: "Do you ...?" -- "we do", "I can"; "Can I
+#: ...?" -- "you can"; "Is there ...?" -- "there is", "we have".
+YES_NO_SUBJECTS = {
+    "you": "we|i", "your": "our|my|we|they|it", "i": "you", "we": "you|we", "my": "your|it|they",
+    "our": "your|it|they|we", "there": "there|we|you", "they": "they", "it": "it|you",
+    "the": r"it|they|there|we|you|the \w+", "this": "it|this|that"}
+
+
+def says_yes_or_no(question: re.Match[str], answer: str) -> bool:
+    """Whether ``answer`` (lower-cased) says yes or no to the yes/no question ``question`` (an
+    :data:`ASKS_YES_NO` match): a yes or a no in words (:data:`GIVES_YES_NO`), the question's
+    subject answering with an auxiliary ("Do you fit ...?" -- "we do", "we'll", "we can";
+    :data:`YES_NO_SUBJECTS`) or the question's own auxiliary ("Can I ...?" -- "... can be
+    carried"). Measured on the labelled answers to such questions in evalloop's tuning data
+    (the gate corpus's answer-check and training sets; the held-out corpus excluded): 2 of 443
+    proper answers say neither ("Your excess itself stays at $300, but a second claim ... can
+    lead to escalating premiums" to "Does the excess go up if I claim twice in a year?"), 83 of
+    141 non-answers; in the kept fresh rounds 0 of 116 proper answers, 31 of the 55
+    non-answers that passed every other check (docs/rules.md#non-answer-check)."""
+    if GIVES_YES_NO.search(answer):
+        return True
+    subject = YES_NO_SUBJECTS.get(question["subject"], "it|they|we|you")
+    if re.search(rf"\b(?:{subject})(?:'ll|\u2019ll|'re|\u2019re|'ve|\u2019ve|'s|\u2019s| "
+                 r"(?:do|does|did|can|could|will|would|are|is|was|have|has|need|needs|should|"
+                 r"must|may|might))\b", answer):
+        return True
+    return re.search(rf"\b{question['aux']}\b", answer) is not None
+
+
 #: A user's message that asks which documents to bring or send: "What documents do I need to
 #: apply for a resident permit?" -- answered only by naming one (:data:`GIVES_DOCUMENT`) or
 #: by saying none is needed.
