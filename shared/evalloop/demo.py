@@ -122,7 +122,9 @@ class DemoReport:
         origin: where the replayed turns came from; ``schedule``: the replay's description.
         events_sent: events delivered; ``events_by_type``: rows stored per event type.
         dead_letters: records sent to ``feedback.events.dlq.v1``.
-        negative_cases: fused negative cases per agent.
+        negative_cases: fused negative cases per agent; ``negative_published``: messages on
+            ``feedback.negative.v1`` (a case a later signal changes is published again, so
+            there may be more messages than cases).
         rates: per agent, the hourly 24 h window reports (Wilson interval, denominator).
         jobs: re-evaluation jobs (``monitor_store.JobRow``), oldest first; ``requests``: the
             ``reeval.requested.v1`` payload of each (window, counts, rate, Wilson interval).
@@ -143,6 +145,7 @@ class DemoReport:
     events_by_type: dict[str, int] = field(default_factory=dict)
     dead_letters: int = 0
     negative_cases: dict[str, int] = field(default_factory=dict)
+    negative_published: int = 0
     rates: dict[str, list[WindowReport]] = field(default_factory=dict)
     jobs: list[Any] = field(default_factory=list)
     runs: dict[Any, Any] = field(default_factory=dict)
@@ -304,7 +307,7 @@ async def _replay_and_drain(
         tasks = {
             "sent": progress.add_task(f"replayed ({options.via})", total=total),
             "stored": progress.add_task("consumed (recorder)", total=total),
-            "negatives": progress.add_task("negative cases triaged", total=1),
+            "negatives": progress.add_task("case messages triaged", total=1),
         }
         async with asyncio.TaskGroup() as tg:
             tg.create_task(_watch(loop, progress, tasks, stop, total))
@@ -438,6 +441,8 @@ async def _run(options: DemoOptions, settings: Settings, pool: asyncpg.Pool, emb
                 report.events_sent = await _replay_and_drain(loop, prepared, options, console,
                                                              clock)
                 report.dead_letters = loop.bus.topic_size(loop.deps.topics.feedback_dlq)
+                report.negative_published = loop.bus.topic_size(
+                    loop.deps.topics.feedback_negative)
 
 
 async def _baseline(pool: asyncpg.Pool, settings: Settings, extras: dict[str, Any],

@@ -75,3 +75,20 @@ def test_a_kept_database_prints_the_line_to_export() -> None:
         "database kept; to use it from the CLI (queue list...):",
         "  export EVALLOOP_POSTGRES__DSN="
         "'postgresql://postgres:@/evalloop_demo_ab12?host=/var/tmp/pg'"]
+
+
+def test_render_says_why_triage_read_more_messages_than_there_are_cases() -> None:
+    # the demo's bar counted 666 messages triaged beside 665 negative cases: a case a later
+    # signal changes is published again
+    def text(published: int) -> str:
+        report = DemoReport(dsn="postgresql://x/y", kept=False, origin="sample", schedule=[],
+                            events_sent=10, events_by_type={"agent_response": 10},
+                            negative_cases={"a": 400, "b": 265}, negative_published=published)
+        console = Console(record=True, width=200)
+        render(report, console)
+        return console.export_text()
+
+    assert ("665 negative cases in 666 messages to triage: a case a later signal changes (a "
+            "late rating, an escalation) is published again, and triage keeps its newest "
+            "version") in text(666)
+    assert "messages to triage" not in text(665)

@@ -63,6 +63,12 @@ def _events(report: DemoReport, console: Console) -> None:
         f"records; negative cases: "
         + ", ".join(f"{a} {n}" for a, n in report.negative_cases.items())
     )
+    cases = sum(report.negative_cases.values())
+    if report.negative_published > cases:
+        console.print(
+            f"{cases} negative cases in {report.negative_published} messages to triage: a case "
+            "a later signal changes (a late rating, an escalation) is published again, and "
+            "triage keeps its newest version")
 
 
 def _verdict(report: DemoReport, agent: str, points: list[WindowReport]) -> str:
