@@ -90,3 +90,24 @@ def test_the_summary_gives_a_fix_for_every_reason_first_and_names_the_judge_limi
     assert summary[-1] == ("  ... and 1 more fix(es) for advisory checks (every one is in the "
                            "decision's remediation report: the web app's Gate tab, or the "
                            "stored decision's JSON)")
+
+
+def test_a_non_answer_in_the_refusal_gate_is_named_and_remedied_as_one() -> None:
+    # the demo's NO-GO counted a routine non-answer ("asked 'how much' and it gives no amount")
+    # among the refusal gate's failures with the fix "give the agent a refusal rule"
+    from evalloop.adapters.readiness_store import _answered_nothing
+
+    scores = [CaseScores(f"c{i}", dict.fromkeys(DIMENSIONS, 0.95)) for i in range(3)]
+    report = _report(scores, refusal_failures=["c0", "c1"], non_answers=["c1"])
+    assert report["why"][0] == ("2 case(s) failed the refusal gate (1 of them answered nothing "
+                                "of what was asked)")
+    rem = [(r["check"], r["cases"], r["cause"]) for r in report["remediation"]]
+    assert rem[:2] == [("refusal_gate", ["c0"], "policy"), ("refusal_gate", ["c1"], "answer")]
+    assert report["remediation"][1]["fix"] == (
+        "make the agent answer the question asked from its sources -- or say plainly that it "
+        "does not know -- and re-run the cases")
+    # read from the stored gate record
+    assert _answered_nothing({"refusal": {"passed": False, "kind": "non_answer"}}) is True
+    assert _answered_nothing({"refusal": {"passed": False, "kind": "compliance"}}) is False
+    assert _answered_nothing({"refusal": {"passed": True, "kind": None}}) is False
+    assert _answered_nothing(None) is False

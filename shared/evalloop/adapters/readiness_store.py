@@ -92,6 +92,8 @@ class RunCase:
         expected_answer, context_chunks, difficulty: from the golden case (when pinned);
             ``context_chunks`` falls back to the ones stored with the result (an eval file's).
         scores, composite, judge: the stored judge scores (empty / ``None`` before judging).
+        answered_nothing: the refusal gate failed it as a non-answer (kind ``non_answer``:
+            the answer gives none of what the question asks, docs/rules.md#non-answer-check).
     """
 
     case_id: str
@@ -109,6 +111,7 @@ class RunCase:
     scores: Mapping[str, float | None]
     composite: float | None
     judge: Mapping[str, Any] | None
+    answered_nothing: bool = False
 
 
 async def run_info(db: Executor, run_id: UUID) -> RunInfo | None:
@@ -154,8 +157,13 @@ async def load_cases(db: Executor, run_id: UUID) -> list[RunCase]:
         expected_answer=r["expected_answer"], context_chunks=tuple(
             r["context_chunks"] or r["run_context_chunks"] or ()),
         difficulty=r["difficulty"], scores=r["scores"] or {}, composite=r["composite"],
-        judge=r["judge"],
+        judge=r["judge"], answered_nothing=_answered_nothing(r["gates"]),
     ) for r in rows]
+
+
+def _answered_nothing(gates: Mapping[str, Any] | None) -> bool:
+    refusal = (gates or {}).get("refusal") or {}
+    return not refusal.get("passed", True) and refusal.get("kind") == "non_answer"
 
 
 async def save_scores(db: Executor, run_id: UUID,

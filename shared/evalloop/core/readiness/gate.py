@@ -159,6 +159,8 @@ class GateInputs:
         run_id: the run decided on.
         scores: the judge's scores per case (may be empty: nothing was scored).
         refusal_failures, escalation_failures: case ids failing each gate.
+        non_answers: the refusal-gate failures that answered nothing of what was asked (a
+            non-answer, docs/rules.md#non-answer-check), not a refusal problem.
         agent_errors: case ids the agent did not answer.
         evidence: ``case_id -> evidence`` for the remediation report.
         regression: the comparison with the baseline, or ``None``.
@@ -175,6 +177,7 @@ class GateInputs:
     scores: Sequence[CaseScores]
     refusal_failures: Sequence[str] = ()
     escalation_failures: Sequence[str] = ()
+    non_answers: Sequence[str] = ()
     agent_errors: Sequence[str] = ()
     evidence: Mapping[str, CaseEvidence] = field(default_factory=dict)
     regression: RegressionReport | None = None
@@ -319,11 +322,24 @@ def _gate_checks(inp: GateInputs) -> tuple[list[Check], list[Remediation]]:
          "and re-run the cases"),
     ):
         if failures:
+            nothing = [c for c in failures if c in set(inp.non_answers)] \
+                if name == "refusal_gate" else []
             checks.append(Check(name, "required", "fail",
-                                f"{len(failures)} case(s) failed the {what} gate",
+                                f"{len(failures)} case(s) failed the {what} gate"
+                                + (f" ({len(nothing)} of them answered nothing of what was "
+                                   "asked)" if nothing else ""),
                                 cases=tuple(failures)))
-            rem.append(Remediation(name, None, tuple(failures), "policy",
-                                   f"the answers did not {what} as the cases require", fix))
+            policy = [c for c in failures if c not in set(nothing)]
+            if policy:
+                rem.append(Remediation(name, None, tuple(policy), "policy",
+                                       f"the answers did not {what} as the cases require", fix))
+            if nothing:
+                rem.append(Remediation(
+                    name, None, tuple(nothing), "answer",
+                    "the answers gave none of what the question asks (an amount, a time, a "
+                    "place, a yes or no...), docs/rules.md#non-answer-check",
+                    "make the agent answer the question asked from its sources -- or say "
+                    "plainly that it does not know -- and re-run the cases"))
         else:
             checks.append(Check(name, "required", "pass", f"every case passed the {what} gate"))
     if inp.agent_errors:
