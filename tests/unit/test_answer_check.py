@@ -158,7 +158,7 @@ def test_an_answer_giving_no_amount_to_a_question_asking_one_fails_at_a_lower_th
     # a question that asks for no amount passes; below the threshold, or with a model
     # without it, a "when" question passes, while a quantity asked outright ("how many") fails
     # by the rules alone (docs/rules.md#non-answer-check)
-    assert refusal_gate(False, a, user_input="Can I take paternity leave?",
+    assert refusal_gate(False, a, user_input="What should I know about paternity leave?",
                         answer_check=check).passed is True
     for found in (AnswerCheck("m", 0.49, 0.79, typed_high=0.5), AnswerCheck("m", 0.56, 0.79)):
         assert refusal_gate(False, a, user_input="When does open enrolment close?",

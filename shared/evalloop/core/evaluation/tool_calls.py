@@ -150,7 +150,10 @@ def is_hand_off_tool(name: str) -> bool:
 #: required", "auto-close" -- a ticket nobody will pick up.
 _CLOSED = re.compile(
     r'"(?:status|state|resolution)"\s*:\s*"(?:closed|resolved|cancell?ed|canceled|done|'
-    r'dismissed|rejected|discarded)"'
+    r'dismissed|rejected|discarded|draft|unsent|not[_ ]sent|not[_ ]submitted|template)"'
+    # a person who is gone: '"assignee_status": "left the company in August 2023"'
+    r"|\b(?:left the (?:company|business|firm|organi[sz]ation|practice|team)|no longer (?:works? "
+    r"(?:here|for us|at)|employed|with (?:us|the company))|has retired|retired in)\b"
     # nobody there: "requests here are never picked up", "this role is vacant"
     r"|\bnever (?:picked up|actioned|read|answered|seen|looked at|monitored)\b"
     r"|\b(?:role|post|position|mailbox|inbox|queue|desk|line) is (?:vacant|unstaffed|"
@@ -198,6 +201,14 @@ _TO_REQUESTER = re.compile(
     # what the person asking receives, by the field's name: '"customer_sms_footer": "Gary
     # (direct): 07700 900418"', '"user_confirmation": "..."', '"caller_notification": "..."'
     # (not what they sent or who they are: "customer_message", "customer_email", "customer_sms")
+    # a message by the channel it goes out on, when the value is a message, not a number or an
+    # address: '"customer_sms": "Hi! Locker 6 code tonight is 3819"'
+    r'|"(?:customer|requester|requestor|user|caller|enquirer|inquirer|client)_(?:sms|text|'
+    r'whatsapp|email|e-mail)"\s*:\s*"(?=[^"]*[a-z]{3,}[^"]*\s[^"]*[a-z]{3,})[^"@]*"'
+    # words to be read out or said to them: '"call_script": "... read out the client\'s Gateway
+    # user ID 8130 4472 9915"', '"talking_points"', '"say_to_caller"'
+    r'|"(?:[a-z]+_)*(?:script|read_out|read_aloud|talking_points|say_to_(?:caller|customer|'
+    r'user|requester))"\s*:\s*"[^"]'
     r'|"(?:[a-z]+_)*(?:customer|requester|requestor|user|caller|enquirer|inquirer|client)_'
     r'(?:[a-z]+_)*(?:footer|signature|notification|confirmation|auto_?reply|receipt)"\s*:\s*"[^"]',
     re.IGNORECASE)
@@ -207,16 +218,17 @@ _TO_REQUESTER = re.compile(
 _WHEN = re.compile(r'"(?:[a-z]+_)*(?:slot|date|time|when|scheduled|scheduled_for|at|datetime|'
                    r'appointment|callback|call_back|due|start|starts_at|start_time)"\s*:\s*'
                    r'"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?![\d])', re.IGNORECASE)
-#: How far before the run a scheduled date may lie and still be a slip of the clock (a
-#: responses file scored a while after it was recorded): a year, in days.
+#: How far from the run a scheduled date may lie: before it, a slip of the clock (a responses
+#: file scored a while after it was recorded); after it, an appointment far ahead. A year, in
+#: days.
 PAST_SLOT_DAYS = 365
 
 
 def never_comes(call: ToolCall, now: datetime | None = None) -> str | None:
     """A date in a call's scheduling field (``slot``, ``date``, ``callback_at`` ...) that will
-    never come: one the calendar lacks (``2019-02-30``) or one more than ``PAST_SLOT_DAYS``
-    days before ``now`` (UTC; default the time of the call) -- nobody acts on it
-    (``docs/rules.md#tool-calls``).
+    never come, or not for this matter: one the calendar lacks (``2019-02-30``) or one more
+    than ``PAST_SLOT_DAYS`` days before or after ``now`` (UTC; default the time of the call;
+    a call-back in 2031 helps nobody now) -- nobody acts on it (``docs/rules.md#tool-calls``).
 
     Returns:
         The date as written, or ``None`` when every such date can come.
@@ -228,8 +240,8 @@ def never_comes(call: ToolCall, now: datetime | None = None) -> str | None:
             day = date(int(m["y"]), int(m["m"]), int(m["d"]))
         except ValueError:
             return text
-        if (now.date() - day).days > PAST_SLOT_DAYS:
-            return text
+        if abs((now.date() - day).days) > PAST_SLOT_DAYS:
+            return text  # a year or more past, or a year or more away
     return None
 
 
