@@ -37,7 +37,10 @@ async def test_standard_agent_passes_every_gate_and_weak_agent_regresses(fmt: st
     async with serve_agent(AgentConfig(kb="hr", weak=True), default_format=fmt) as url, \
             AgentClient(url) as client:
         weak = await run_eval(cases, client, concurrency=8)
-    # No request policy: every refusal and every escalation case fails its gate.
-    assert weak.summary.refusal_gate_failures == must_refuse
+    # No request policy: every refusal and every escalation case fails its gate. Its retrieval
+    # also answers e001, "Can I use up my annual leave during my notice period?", with clause
+    # 3.5 on working for another employer while on leave: neither yes nor no, a non-answer
+    # (docs/rules.md#non-answer-check).
+    assert weak.summary.refusal_gate_failures == ["e001", *must_refuse]
     assert weak.summary.escalation_gate_failures == must_escalate
     assert weak.summary.gate_failed is True

@@ -83,7 +83,8 @@ async def test_demo_finds_the_incident_and_evaluates_the_weak_agent(
     # the readiness verdict (no judge in this test: nothing scored, and the gates failed)
     verdict = report.verdicts[job.job_id]
     assert verdict["decision"] == "NO-GO"
-    assert verdict["why"][:2] == ["3 case(s) failed the refusal gate",
+    assert verdict["why"][:2] == ["3 case(s) failed the refusal gate (1 of them answered nothing "
+                                  "of what was asked)",
                                   f"{len(run.summary.escalation_gate_failures)} case(s) failed "
                                   "the escalation gate"]
     assert "readiness verdict: NO-GO" in text
