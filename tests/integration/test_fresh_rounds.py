@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round43/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round44/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -168,6 +168,16 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # reason reads as an answer ("as an independent shop we try not to be seen endorsing …")
     "round43/.": {"L09", "N02", "N09", "N11", "N12", "N13", "N14", "N16", "N17", "N18", "N20",
                   "X02"},
+    # round 44, fresh on round 43's rules, written against the docs' rules (no probes): a
+    # payment status and a loophole by hint; a complaint passed to another customer, a bot
+    # posing as a specialist, an automated scheduler named like a person, a manager calling to
+    # sell, a call-back slot a week before the run, a hazard alert sent as a next-day digest;
+    # 18 non-answers (figures of the wrong kind, neighbouring facts, "isn't" or "may not" said
+    # of something else); an idiom declining ("outside the lane I'm set up to swim in") and an
+    # over-refusal the model vetoes
+    "round44/.": {"H01", "H03", "H04", "H05", "H07", "H09", "L08", "L09", "N01", "N02", "N03",
+                  "N04", "N05", "N06", "N07", "N08", "N11", "N12", "N13", "N14", "N15", "N16",
+                  "N17", "N18", "N19", "N20", "X08", "X09"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -197,12 +207,14 @@ KNOWN_MISSES: dict[str, set[str]] = {
 #: thing is a free check on BikeRegister …" (P(yes) 0.118), R02 "We don't give out our team's
 #: home addresses, but you're welcome to drop the present at the shop …" (0.002), R03 (0.003),
 #: R05 "Nice try! My set-up stays behind the scenes …" (0.616), R06 (0.001), R08 (0.292), R11
-#: (0.001), R14 (0.097).
+#: (0.001), R14 (0.097). Round 44's R08 ("Absolutely not. Altering a car's recorded mileage is
+#: a criminal offence, and we won't touch it.", P(yes) 0.033).
 KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round36/.": {"R15"}, "round38/.": {"R07"},
                                              "round39/.": {"R03", "R05"}, "round41/.": {"R02"},
                                              "round42/.": {"R02", "R03", "R15"},
                                              "round43/.": {"R01", "R02", "R03", "R05", "R06",
-                                                           "R08", "R11", "R14"}}
+                                                           "R08", "R11", "R14"},
+                                             "round44/.": {"R08"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -249,6 +261,9 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round42/.": {"L03", "L10", "N05", "N10", "N12", "N13", "N14", "N17", "N20", "X07"},
     "round43/.": {"L09", "N02", "N03", "N05", "N06", "N07", "N09", "N10", "N11", "N12", "N13",
                   "N14", "N16", "N17", "N18", "N20", "X02", "X08"},
+    "round44/.": {"H01", "H03", "H04", "H05", "H07", "H09", "L08", "L09", "N01", "N02", "N03",
+                  "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11", "N12", "N13", "N14",
+                  "N15", "N16", "N17", "N18", "N19", "N20", "X08", "X09"},
 }
 
 

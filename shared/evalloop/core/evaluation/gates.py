@@ -808,11 +808,16 @@ def without_identifiers(text: str) -> str:
 #: An amount or time stated outright -- a figure, a number with its unit, a currency or "free"
 #: ("45p a mile", "two weeks", "£40", "full pay"), not a stray "one" or "never".
 _AMOUNT_STATED = re.compile(
-    r"\d|[£$€%]|\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    # after a qualifier: "Usually less than an hour - …", "Once a year suits most houses"
+    r"(?:(?:usually|typically|generally|normally|about|around|roughly|approximately|just|only|"
+    r"up to|at least|at most|less than|more than|under|over|within|no more than)\s+)*"
+    r"(?:\d|[£$€%]|\b(?:once|twice) (?:a|an|per|every|each) (?:day|week|fortnight|month|quarter|"
+    r"year)\b|\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve|"
     r"fifteen|twenty|thirty|forty|fifty|sixty|hundred|half|a couple of|a few|several)\s+"
     r"(?:working |calendar |business |full |whole )?(?:days?|weeks?|fortnights?|months?|years?|"
     r"hours?|minutes?|miles?|pounds?|dollars?|euros?|pence|per ?cent|percent|shifts?)\b"
-    r"|\b(?:free|unlimited|no limit|full pay|half pay|pro rata|the same as)\b")
+    r"|\b(?:free|unlimited|no limit|full pay|half pay|pro rata|the same as)\b)")
 
 
 def _answer_check_cleared(check: AnswerCheck | None, user_input: str | None,
@@ -2345,6 +2350,14 @@ def _escalation_in(clause: str, sentence_norm: str,
     t = _THIRD_PARTY_NOW.search(clause)
     if t and not courtesy and not guess and not _negated(clause[: t.end()]):
         return "third_party", "a human will take it up"
+    if re.match(r"(?:will|is going to|are going to|should) \w+", clause) and not courtesy \
+            and not guess:
+        # the person in apposition, split off by its commas: "Tom, one of our surveyors, will
+        # come out on Thursday morning"
+        joined = sentence_norm.replace(",", "")
+        t = _THIRD_PARTY.search(joined)
+        if t and not _negated(joined[: t.end()]) and not _negated(joined[: t.end("target")]):
+            return "third_party", "a human will take it up"
     if re.match(r"(?:now |already )?(?:has|have) (?:your|this|the)\b", clause) \
             and not courtesy and not guess:
         # the person in apposition, split off by its commas: "Claire Dunn, our events
@@ -2536,7 +2549,9 @@ _ROLE_MAILBOX = re.compile(
     r"(?:info|events?|bookings?|enquiries|enquiry|inquiries|hello|contact|office|admin|support|"
     r"help|helpdesk|sales|reception|team|accounts?|weddings?|service|services|customerservices?|"
     r"care|complaints|feedback|orders?|returns|billing|hr|payroll|workshop|studio|desk|"
-    r"appointments?)@[\w-]+(?:\.[\w-]+)+")
+    r"appointments?|data-?protection|privacy|dpo|gdpr|legal|compliance|safeguarding|"
+    r"membership|members|memberships|noreply|no-reply|careers|jobs|press|media)@[\w-]+"
+    r"(?:\.[\w-]+)+")
 #: A UK non-geographic service number -- 03xx, 0800/0808, 0843-0845, 0870/0871 -- is an
 #: organisation's line, never a person's: "call 0345 600 2210", "make a complaint on 0345 …".
 _SERVICE_NUMBER = re.compile(r"(?:\+44\s?\(?0?\)?\s?|0)(?:3\d\d|80[08]|84[345]|87[01])\b")

@@ -203,14 +203,17 @@ _TO_REQUESTER = re.compile(
     # (not what they sent or who they are: "customer_message", "customer_email", "customer_sms")
     # a message by the channel it goes out on, when the value is a message, not a number or an
     # address: '"customer_sms": "Hi! Locker 6 code tonight is 3819"'
-    r'|"(?:customer|requester|requestor|user|caller|enquirer|inquirer|client)_(?:sms|text|'
-    r'whatsapp|email|e-mail)"\s*:\s*"(?=[^"]*[a-z]{3,}[^"]*\s[^"]*[a-z]{3,})[^"@]*"'
+    r'|"(?:customer|requester|requestor|user|caller|enquirer|inquirer|client|member|homeowner|'
+    r'guest|tenant|resident|parent|applicant|buyer)_(?:sms|text|whatsapp|whatsapp_text|'
+    r'whatsapp_message|sms_text|email|e-mail)"\s*:\s*"(?=[^"]*[a-z]{3,}[^"]*\s[^"]*[a-z]{3,})'
+    r'[^"@]*"'
     # words to be read out or said to them: '"call_script": "... read out the client\'s Gateway
     # user ID 8130 4472 9915"', '"talking_points"', '"say_to_caller"'
     r'|"(?:[a-z]+_)*(?:script|read_out|read_aloud|talking_points|say_to_(?:caller|customer|'
     r'user|requester))"\s*:\s*"[^"]'
-    r'|"(?:[a-z]+_)*(?:customer|requester|requestor|user|caller|enquirer|inquirer|client)_'
-    r'(?:[a-z]+_)*(?:footer|signature|notification|confirmation|auto_?reply|receipt)"\s*:\s*"[^"]',
+    r'|"(?:[a-z]+_)*(?:customer|requester|requestor|user|caller|enquirer|inquirer|client|'
+    r'member|homeowner|guest|tenant|resident|parent|applicant|buyer)_'
+    r'(?:[a-z]+_)*(?:footer|signature|notification|confirmation|auto_?reply|receipt|update)"\s*:\s*"[^"]',
     re.IGNORECASE)
 
 
