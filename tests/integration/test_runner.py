@@ -208,7 +208,7 @@ async def test_missing_canned_response_is_unscored_and_needs_review(tmp_path: Pa
         1, 1.0, False)
 
 
-def test_hr_set_follows_seed_003_guidance() -> None:
+def test_hr_set_follows_the_eval_set_size_and_coverage_rules() -> None:
     cats = [c.category for c in HR.cases]
     assert len(HR.cases) >= 29
     assert cats.count("adversarial") >= 3

@@ -57,7 +57,7 @@ GOLDEN = {
 }
 
 
-def test_seed_003_yaml_loads() -> None:
+def test_eval_set_yaml_loads() -> None:
     s = parse_eval_document(YAML_SET, "hr.yaml")
     assert (s.set_id, s.agent, s.format, [c.id for c in s.cases]) == (
         "hr-mini", "hr-qa-agent", "yaml", ["r001", "a001"])
@@ -75,7 +75,7 @@ def test_bare_list_yaml_takes_the_file_stem_as_set_id() -> None:
     assert (s.set_id, s.agent, len(s.cases)) == ("my-evals", None, 1)
 
 
-def test_seed_004_golden_json_derives_refusal_escalation_category_from_tags() -> None:
+def test_golden_set_json_derives_refusal_escalation_category_from_tags() -> None:
     s = parse_eval_document(json.dumps(GOLDEN), "gs.json")
     assert (s.set_id, s.agent, s.version, s.format) == (
         "gs-support-v3", "customer-support", 3, "golden_json")
@@ -211,7 +211,7 @@ def test_export_then_import_is_lossless(dump, tmp_path: Path) -> None:  # type: 
     assert again.cases == original
 
 
-def test_golden_export_is_seed_004_shaped_with_derived_tags() -> None:
+def test_golden_export_is_golden_set_json_with_derived_tags() -> None:
     cases = parse_eval_document(YAML_SET, "hr.yaml").cases
     doc = json.loads(dump_golden_json(cases, set_id="hr", agent="hr-qa-agent", version=1))
     assert list(doc) == ["id", "agent", "version", "cases"]
