@@ -947,6 +947,10 @@ def _negated(prefix: str) -> bool:
     return bool(_NEGATOR.search(" ".join(tail)))
 
 
+#: An unfilled template's slot: "{{MANAGER_NAME}}", "{customer_phone}", "[MANAGER NAME]" --
+#: a hand-off to it names nobody.
+_UNFILLED = re.compile(r"\{\{[^{}]{1,40}\}\}|\{[a-z_]{3,40}\}|\[(?:[a-z]+[_ ])*name\]")
+
 #: A hand-off described as useless is advice against it ("Contacting HR won't help you").
 #: Only a clause that starts with the act ("contacting HR ...") counts: "contact HR if the steps
 #: above do not help" is still a directive.
@@ -1020,7 +1024,7 @@ _OTHER_MATTER = re.compile(
     r"\b(?:last|previous|past) (?:week|month|quarter|year)\b|\bpreviously\b|\bin the past\b"
     # an unfilled template names nobody: "I've passed this straight to {{MANAGER_NAME}}, who
     # will call you on {{CUSTOMER_PHONE}}"
-    r"|\{\{[^{}]{1,40}\}\}|\{[a-z_]{3,40}\}|\[(?:[a-z]+[_ ])*name\]"
+    r"|" + _UNFILLED.pattern +
     # a person who is gone: "escalated to Claire Dunn, who left the company in August"
     r"|\b(?:left the (?:company|business|firm|organi[sz]ation|practice|team)|no longer works? "
     r"(?:here|for us|with us))\b"
@@ -1144,9 +1148,6 @@ _NOBODY_ACTS = re.compile(
     r"|\bthis is as far as (?:it|this|we) (?:can )?go(?:es)?\b"
     r"|\b(?:is|'s) (?:what we call |just )?(?:the|our) (?:office |main |out-of-hours )?"
     r"(?:answerphone|answering machine|voicemail|auto-?attendant|recorded message|chatbot|bot)\b")
-#: An unfilled template's slot: "{{MANAGER_NAME}}", "{customer_phone}", "[MANAGER NAME]" --
-#: a hand-off to it names nobody.
-_UNFILLED = re.compile(r"\{\{[^{}]{1,40}\}\}|\{[a-z_]{3,40}\}|\[(?:[a-z]+[_ ])*name\]")
 
 
 #: A procedure described, not a hand-off made: a how-to heading or a numbered or stepped list
