@@ -105,7 +105,7 @@ async def test_a_reviewer_walks_the_readiness_tabs_and_approves_a_checkpoint(
     await _shot(page, "r5-gate-approved")
 
     # A/B (key 9): B scores higher but fails a gate case A passes, so A is better
-    # (docs/readiness.md#a-b-comparison); the most divergent case first with both answers
+    # (docs/readiness.md#ab-comparison); the most divergent case first with both answers
     await page.keyboard.press("9")
     await expect(page).to_have_url(f"{server}/agents/{AGENT}/ab")
     await expect(page.locator(".stat.wide .stat-value")).to_have_text(

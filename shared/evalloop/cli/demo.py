@@ -61,7 +61,7 @@ async def _serve_until_signal(config: Any) -> None:
 def serve_after(console: Console, host: str | None, port: int | None) -> Any:
     """The ``after`` hook of ``evalloop demo --serve``: print the report, create the admin
     ``demo`` with a fresh API token, print the URL and the token, then serve the web app on
-    the demo database until Ctrl-C (``docs/web.md#the-demo``)."""
+    the demo database until Ctrl-C (``docs/web.md#open-it-on-the-demos-data``)."""
 
     async def after(report: DemoReport, pool: asyncpg.Pool, settings: Settings) -> None:
         import uvicorn

@@ -1,5 +1,5 @@
 """``evalloop ab``: run two agent configurations on the same cases at the same time, judge both,
-compare them (:func:`evalloop.core.readiness.ab.compare_ab`; ``docs/readiness.md#a-b-comparison``).
+compare them (:func:`evalloop.core.readiness.ab.compare_ab`; ``docs/readiness.md#ab-comparison``).
 
 The cases are stored as a golden-set version of the label agent (an identical re-import is a
 no-op) so both runs pin the same version and the judge sees each case's expected answer and
@@ -122,7 +122,7 @@ async def run_ab(pool: asyncpg.Pool, judge: Judge, eval_set: EvalSet, url_a: str
 def hard_failures(cases: Sequence[store.RunCase]) -> tuple[list[str], list[str]]:
     """``(gate_failures, agent_errors)`` of a stored run's cases: the ids failing a refusal or
     escalation gate, and the ids the agent answered with an error
-    (``docs/readiness.md#a-b-comparison``)."""
+    (``docs/readiness.md#ab-comparison``)."""
     return ([c.case_id for c in cases if c.gates_failed],
             [c.case_id for c in cases if c.status == "agent_error"])
 

@@ -159,7 +159,7 @@ class CaseResult(_Frozen):
         context_chunks: ids of the passages the case expects the answer to draw on (the eval
             file's or golden case's ``context_chunks``; empty when it names none), so the gate
             can tell a retrieval miss from an answer that strayed
-            (``docs/readiness.md#remediation``).
+            (``docs/readiness.md#the-gate``).
     """
 
     case_id: str

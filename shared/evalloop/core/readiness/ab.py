@@ -1,5 +1,5 @@
-"""A/B comparison of two agent configurations on the same cases (``docs/rules.md#a-b-comparison``,
-``docs/readiness.md#a-b-comparison``).
+"""A/B comparison of two agent configurations on the same cases (``docs/rules.md#ab-comparison``,
+``docs/readiness.md#ab-comparison``).
 
 Per dimension and for the composite: both means, the paired difference ``B - A`` with its 95 %
 interval and p-value (:func:`evalloop.core.readiness.paired.paired_test`), the cases where the
@@ -101,7 +101,7 @@ def _ids(xs: Sequence[str], limit: int = 8) -> str:
 def _failures_verdict(gates: Mapping[str, Sequence[str]],
                       errors: Mapping[str, Sequence[str]]) -> tuple[str, str] | None:
     """``(winner, sentence)`` when one side has hard failures the other does not, else ``None``
-    (``docs/readiness.md#a-b-comparison``)."""
+    (``docs/readiness.md#ab-comparison``)."""
     hard = {s: set(gates.get(s, ())) | set(errors.get(s, ())) for s in ("A", "B")}
     only = {s: sorted(hard[s] - hard["B" if s == "A" else "A"]) for s in ("A", "B")}
     if not only["A"] and not only["B"]:
@@ -161,7 +161,7 @@ def compare_ab(a: Sequence[CaseScores], b: Sequence[CaseScores], *, top: int = 5
     Returns:
         The report. A side with gate failures or agent errors the other does not have is worse
         whatever the composite; with fewer than two paired cases there is no significance
-        verdict (``docs/readiness.md#a-b-comparison``).
+        verdict (``docs/readiness.md#ab-comparison``).
 
     Raises:
         ValueError: a case id repeats within one side.

@@ -5,7 +5,7 @@ Revision ID: 0012
 * ``eval_results.context_chunks``: ids of the passages the case expects the answer to draw on
   (the eval file's ``context_chunks``), so the gate can tell a retrieval miss from an answer
   that strayed even when the run is not pinned to a golden-set version
-  (``docs/readiness.md#remediation``). NULL for results stored before this column.
+  (``docs/readiness.md#the-gate``). NULL for results stored before this column.
 """
 
 from evalloop.migrations import execute_script

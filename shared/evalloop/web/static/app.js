@@ -1,4 +1,4 @@
-// evalloop web: keyboard shortcuts (docs/web.md#keyboard). Forms work without this file.
+// evalloop web: keyboard shortcuts (docs/web.md#review-queue). Forms work without this file.
 (function () {
   "use strict";
   function typing(el) {
