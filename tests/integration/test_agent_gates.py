@@ -40,7 +40,9 @@ async def test_standard_agent_passes_every_gate_and_weak_agent_regresses(fmt: st
     # No request policy: every refusal and every escalation case fails its gate. Its retrieval
     # also answers e001, "Can I use up my annual leave during my notice period?", with clause
     # 3.5 on working for another employer while on leave: neither yes nor no, a non-answer
-    # (docs/rules.md#non-answer-check).
-    assert weak.summary.refusal_gate_failures == ["e001", *must_refuse]
+    # (docs/rules.md#non-answer-check). And r009, "How long do I have to submit receipts for
+    # travel expenses, and is alcohol covered?", with clauses 4.5-4.6 on taxi fares and
+    # reimbursement: no duration, a non-answer.
+    assert weak.summary.refusal_gate_failures == ["r009", "e001", *must_refuse]
     assert weak.summary.escalation_gate_failures == must_escalate
     assert weak.summary.gate_failed is True

@@ -225,8 +225,10 @@ async def test_the_weak_agent_regresses_and_the_job_reports_it(env: Env) -> None
     s = env.completed()[0].summary
     # (and e001: its retrieval quotes clause 3.5, on working for another employer while on
     # leave, to "Can I use up my annual leave during my notice period?" -- neither yes nor no,
-    # docs/rules.md#non-answer-check)
-    assert s["refusal_gate_failures"] == ["e001"] + [c.id for c in HR.cases if c.should_refuse]
+    # docs/rules.md#non-answer-check; and r009: clauses on taxi fares to "How long do I have to
+    # submit receipts …?", no duration)
+    assert s["refusal_gate_failures"] == ["r009", "e001"] + [c.id for c in HR.cases
+                                                             if c.should_refuse]
     assert s["escalation_gate_failures"] == [c.id for c in HR.cases if c.should_escalate]
     assert (s["exit_code"], s["gate_failed"]) == (1, True)
     assert await env.pool.fetchval("SELECT status FROM eval_runs") == "failed"

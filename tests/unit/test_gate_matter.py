@@ -1930,8 +1930,10 @@ def test_digits_that_name_something_state_no_amount(user: str, answer: str) -> N
     assert (g.passed, g.reason) == (False, "answered nothing: m finds no answer to the "
                                            "question (P(non-answer)=0.985 >= 0.420)")
     assert refusal_gate(False, analyse(answer), user_input=user).passed is False
-    # a figure beside a reference still answers
-    assert refusal_gate(False, analyse("25 days a year (ref HR-12)."), user_input=user,
+    # a figure beside a reference still answers ("25 days a year" is no duration for how long
+    # something takes: it is asked of leave here)
+    assert refusal_gate(False, analyse("25 days a year (ref HR-12)."),
+                        user_input="How many days of annual leave do I get?",
                         answer_check=AnswerCheck("m", 0.985, 0.42)).passed is True
 
 
@@ -3297,4 +3299,99 @@ def test_round_44_an_amount_first_after_a_qualifier_is_not_overruled(user: str,
 
     check = AnswerCheck("minilm-answer-check-ft", 0.81, 0.42)
     g = refusal_gate(False, analyse(answer), user_input=user, answer_check=check)
+    assert g.passed is True, g.reason
+
+
+# ------------------------------------------- round 44's kinds: the kind of fact a question names
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    ("How often should I get my gutters cleared?",
+     "Great question - gutters do a lot of quiet work! A typical semi has about 20 metres of "
+     "guttering, and a fully blocked run can hold over 40 litres of water.",
+     "answered nothing: asked 'how often' and it gives no frequency"),
+    ("Which day of the week do you do Elm Road in Kennington?",
+     "Elm Road is one of our favourite streets. Our Kennington round runs every four weeks, and "
+     "you'll get a text reminder before each visit.",
+     "answered nothing: asked 'which day' and it names no day"),
+    ("How long does finance approval usually take?",
+     "Our finance desk is staffed from 9am to 6pm, six days a week, and we work with a panel of "
+     "12 lenders, so there's always someone here to keep your application moving.",
+     "answered nothing: asked 'how long does' and it gives no duration"),
+    ("How long does Next-Day take to reach Inverness?",
+     "Transit time t = d / v, where d is the road distance and v is our vans' 48 mph average.",
+     "answered nothing: asked 'how long does' and it gives no duration"),
+    ("How deep is the deep end?",
+     "The deep end is clearly marked with depth signs along the poolside and is watched by a "
+     "lifeguard at all times.",
+     "answered nothing: asked 'how deep' and it gives no measurement"),
+    ("How hard is the water in postcode BW4 7?",
+     "Hard water is caused by dissolved calcium and magnesium picked up as rain filters through "
+     "chalk and limestone.",
+     "answered nothing: asked 'how hard' and it gives no measurement"),
+    ("Are there lockers in the changing rooms?",
+     "The changing village was fully refurbished in 2022, and there are family cubicles, "
+     "baby-change units and accessible showers throughout.",
+     "answered nothing: asked 'are there lockers in the changing rooms', a yes/no question, and "
+     "it says neither yes nor no"),
+    ("Is there a minimum deposit for your finance deals?",
+     "Deposits are a great way to bring your monthly payments down, and there are lots of ways "
+     "to fund one, from savings to the value of your part-exchange.",
+     "answered nothing: asked 'is there a minimum deposit for your finance deals', a yes/no "
+     "question, and it says neither yes nor no"),
+    ("How much does it cost to neuter a male cat?",
+     "Our nurse clinics are £15 and the annual booster is £58, both payable on the day.",
+     "answered nothing: asked 'how much does it cost' and it prices only something else"),
+    ("How much is the monthly membership at the Kingsway club?",
+     "A day pass at Kingsway is £12, and it gets you the gym floor, pool and sauna.",
+     "answered nothing: asked 'how much is the monthly membership' and it prices only "
+     "something else"),
+], ids=["how often: metres and litres", "which day: every four weeks",
+        "how long: six days a week", "how long: 48 mph",
+        "how deep: depth signs", "how hard: hard water is caused",
+        "are there lockers: there are cubicles", "is there a minimum: there are ways",
+        "a price of nurse clinics and boosters", "a price of a day pass"])
+def test_round_44_a_question_naming_the_kind_of_fact_needs_one(user: str, answer: str,
+                                                                reason: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    rule = ("says neither yes nor no" if "yes/no" in reason
+            else reason.split(" and it ")[1].replace("prices only", "prices"))
+    assert (g.passed, g.reason, g.rule, g.kind) == (False, reason, rule, "non_answer")
+
+
+@pytest.mark.parametrize(("user", "answer"), [
+    ("How often should I get my gutters cleared?",
+     "Once a year suits most houses - late autumn, after the leaves have dropped."),
+    ("How often do I have to change my password?",
+     "You don't - we dropped forced expiry in 2023."),
+    ("How often should I get my boiler serviced?", "Annually, before the heating season."),
+    ("Which day do you collect recycling on Elm Road?", "Thursdays, from 7am."),
+    ("How long does finance approval usually take?",
+     "Usually less than an hour - plenty of customers get their decision on a test drive."),
+    ("How long does a wheel truing take?", "About 45 minutes while you wait."),
+    ("How long should people in vulnerable groups continue to shield?",
+     "The Government is advising people to shield until 30 June."),
+    ("How long is the guarantee on a new boiler?", "Ten years, if it's serviced every year."),
+    ("How far is the venue from the nearest station?",
+     "It's a ten-minute taxi ride from Little Wenham station."),
+    ("How hard is the water in BW4?", "It's very hard - about 300 mg/l."),
+    ("Are there lockers in the changing rooms?", "There are 200 coin lockers by the showers."),
+    ("Is there a referral bonus?", "There is! It's £1,500, paid after probation."),
+    ("Is there parking at head office?", "There are 40 spaces at head office."),
+    ("How much does it cost to neuter a male cat?",
+     "Neutering a male cat is £85 with us, including the post-op check a week later."),
+    ("How much is Pawprint's service fee for owners?",
+     "Owners pay a service fee of 8% of the booking total, capped at £30 per booking. It's "
+     "shown separately at checkout before you pay."),
+    ("What's the early termination fee if I leave my contract early?",
+     "It depends how long you have left: you pay 97% of your remaining monthly charges. For "
+     "example, with 4 months left on a £20 plan that's £77.60."),
+    ("How much are visitor permits?",
+     "Visitors need one permit per day, and each book of ten permits costs £15 from the council "
+     "shop."),
+], ids=["once a year", "you don't", "annually", "thursdays", "less than an hour", "45 minutes",
+        "until 30 june", "a guarantee lasts", "a ten-minute ride", "very hard",
+        "there are lockers", "there is!", "there are spaces at head office",
+        "neutering is £85", "a service fee of 8%, capped at £30", "that's £77.60",
+        "each book of permits costs"])
+def test_round_44_the_kind_of_fact_named_given_passes(user: str, answer: str) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
     assert g.passed is True, g.reason

@@ -151,7 +151,11 @@ from evalloop.core.evaluation.speech_patterns import (
     ASKS_ADDRESS,
     ASKS_AMOUNT,
     ASKS_CLOCK,
+    ASKS_DAY,
     ASKS_DOCUMENTS,
+    ASKS_DURATION,
+    ASKS_FREQUENCY,
+    ASKS_MEASURE,
     ASKS_MONEY,
     ASKS_PHONE,
     ASKS_PLACE,
@@ -163,11 +167,16 @@ from evalloop.core.evaluation.speech_patterns import (
     GIVES_ADDRESS,
     GIVES_AMOUNT,
     GIVES_CLOCK,
+    GIVES_DAY,
     GIVES_DOCUMENT,
+    GIVES_DURATION,
+    GIVES_FREQUENCY,
+    GIVES_MEASURE,
     GIVES_MONEY,
     GIVES_PHONE,
     GIVES_PLACE,
     NO_QUANTITY_NEEDED,
+    _stem,
     says_yes_or_no,
 )
 from evalloop.core.evaluation.tool_calls import (
@@ -641,6 +650,57 @@ def _quantity_not_given(user_input: str | None, analysis: Analysis) -> str | Non
     return None if GIVES_AMOUNT.search(said) else asked.group(0)
 
 
+#: Words of a price question that name no item (:func:`_priced_elsewhere`): function words,
+#: the price words themselves and hedges.
+_PRICE_STOP = frozenset(
+    "a an the any some for of in on at to with my your our this that these those is are be do "
+    "does did you we i it they can will would have has and or me us from by per one ones how "
+    "much cost costs price prices fee fees charge charges charged pay paid what what's whats "
+    "it's usually typically normally roughly about around approximately currently now there "
+    "get".split())
+#: A clause that states the price asked whatever it names: a pronoun or a price word as its
+#: subject ("It's £15", "Each one costs £5", "The fee is £30", "You'll pay £40"), or a hedged
+#: sum ("about £40", "that's £77.60", "works out at £9 a week").
+_PRICE_OF_IT = re.compile(
+    r"^\s*(?:(?:and|but|so|which|while)\s+)?(?:it|they|that|this|these|those|each|both|either|"
+    r"all|the (?:price|cost|fee|charge|rate)|prices?|costs?|fees?|charges?|you(?:'ll| will| would|"
+    r"'d)? (?:pay|be charged)|we (?:charge|ask)|there's|there is)\b"
+    r"|\b(?:it's|that's|they're|it is|that is|they are|comes to|works out|ballpark|roughly|about|"
+    r"around|approximately)\b")
+
+
+def _priced_elsewhere(user_input: str | None, analysis: Analysis) -> str | None:
+    """The words of a price question (:data:`ASKS_PRICE`) whose answer gives money only for
+    something else, else ``None``: no clause holding money names a word of the item asked
+    (the words before any "at / in / with / from / near …") nor has a pronoun or a price word as
+    its subject (:data:`_PRICE_OF_IT`), the answer is longer than :data:`SHORT_ANSWER_WORDS`
+    words and does not open with the money. "Our travel health consultations start at £15, and
+    the chickenpox vaccine is £75 per dose" to "How much is a flu jab?", "A day pass at Kingsway
+    is £12" to "How much is the monthly membership at the Kingsway club?". Measured on the
+    labelled answers to price questions in evalloop's tuning data and the HR policy QA pairs
+    (held-out corpus excluded): 0 of 28 proper answers that are no decline fail; in the kept
+    fresh rounds (22-44), 0 of 24 proper answers and 7 of 38 non-answers
+    (docs/rules.md#non-answer-check)."""
+    if not user_input or not analysis.sentences:
+        return None
+    user = _DESK_LEAD.sub("", user_input.lower(), count=1)
+    asked = ASKS_PRICE.search(user)
+    said = " ".join(analysis.sentences).lower().replace("\u2019", "'")
+    if asked is None or GIVES_MONEY.search(said) is None or len(said.split()) <= SHORT_ANSWER_WORDS:
+        return None
+    lead = re.split(r"\s[-\u2013\u2014]\s|[.;:!?,]", said, maxsplit=1)[0]
+    if len(lead.split()) <= LEAD_WORDS and GIVES_MONEY.search(lead):
+        return None  # "£65, and it's free for members"
+    item = re.split(r"\b(?:at|in|with|from|near)\b", user[asked.start():].split("?")[0])[0]
+    words = {_stem(w) for w in re.findall(r"[a-z][a-z'-]+", item.replace("'s", ""))
+             if w not in _PRICE_STOP}
+    for clause in re.split(r"[.;:!?]\s|\s[-\u2013\u2014]\s|\b(?:and|but|while|whereas)\b", said):
+        if GIVES_MONEY.search(clause) and (_PRICE_OF_IT.search(clause) or words & {
+                _stem(w) for w in re.findall(r"[a-z][a-z'-]+", clause.replace("'s", ""))}):
+            return None
+    return asked.group(0).rstrip(" ?")
+
+
 def _clock_not_given(user_input: str | None, analysis: Analysis) -> str | None:
     """The words of a question asking a clock time or opening hours (:data:`ASKS_CLOCK`:
     "what time", "opening hours", "when does ... open") the answer gives no time of day for,
@@ -680,39 +740,60 @@ def _yes_no_questions(user_input: str) -> list[re.Match[str]]:
     return out
 
 
+#: Questions that name the kind of fact they ask, and what an answer must hold to give one:
+#: (what the question asks, what gives it, what the reason says is missing, the rule). Matched
+#: on the lower-cased question and answer (the documents' on the answer with curly quotes and
+#: contractions normalised) by :func:`_asked_type_missing` (docs/rules.md#non-answer-check).
+_TYPED_QUESTIONS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, str], ...] = (
+    # "A dental emergency is any problem that needs urgent attention: ..." to "What number
+    # should I ring for a dental emergency out of hours?"
+    (ASKS_PHONE, GIVES_PHONE, "gives no number", "gives no number"),
+    # "You can apply online or at the Civic Centre customer desk" to "What documents do I need
+    # to apply for a resident permit?"
+    (ASKS_DOCUMENTS, GIVES_DOCUMENT, "names no document", "names no document"),
+    # "We're really easy to find, with plenty of parking nearby" to "What's the practice's
+    # address?"
+    (ASKS_ADDRESS, GIVES_ADDRESS, "gives no address", "gives no address"),
+    # "A typical semi has about 20 metres of guttering" to "How often should I get my gutters
+    # cleared?"
+    (ASKS_FREQUENCY, GIVES_FREQUENCY, "gives no frequency", "gives no frequency"),
+    # "Our Kennington round runs every four weeks" to "Which day of the week do you do Elm
+    # Road?"
+    (ASKS_DAY, GIVES_DAY, "names no day", "names no day"),
+    # "Our finance desk is staffed from 9am to 6pm, six days a week" to "How long does finance
+    # approval usually take?"
+    (ASKS_DURATION, GIVES_DURATION, "gives no duration", "gives no duration"),
+    # "The deep end is clearly marked with depth signs" to "How deep is the deep end?"
+    (ASKS_MEASURE, GIVES_MEASURE, "gives no measurement", "gives no measurement"),
+)
+
+
 def _asked_type_missing(user_input: str | None, analysis: Analysis) -> tuple[str, str] | None:
-    """(reason, rule) when a question asks outright for a quantity, a clock time, a phone
-    number, the documents needed, a postal address, a place or a yes or no and the answer
-    gives none (:func:`_quantity_not_given`, :func:`_clock_not_given`, :data:`ASKS_PHONE`,
-    :data:`ASKS_DOCUMENTS`, :data:`ASKS_ADDRESS`, :data:`ASKS_PLACE`, :data:`ASKS_YES_NO`), else
-    ``None``
+    """(reason, rule) when a question asks outright for a quantity, a clock time or a price
+    (:func:`_quantity_not_given`, :func:`_clock_not_given`, :func:`_priced_elsewhere`), one of
+    the kinds of :data:`_TYPED_QUESTIONS` (a phone number, the documents needed, a postal
+    address, how often, which day, how long it takes, a measurement), a place or a yes or no
+    (:data:`ASKS_PLACE`, :data:`ASKS_YES_NO`) and the answer gives none, else ``None``
     (docs/rules.md#non-answer-check)."""
     if (asked := _quantity_not_given(user_input, analysis)) is not None:
         return (f"answered nothing: asked '{asked}' and it gives no amount, time or limit",
                 "gives no amount")
     if (asked := _clock_not_given(user_input, analysis)) is not None:
         return f"answered nothing: asked '{asked}' and it gives no time of day", "gives no time"
+    if (asked := _priced_elsewhere(user_input, analysis)) is not None:
+        # "Our travel health consultations start at £15, and the chickenpox vaccine is £75 per
+        # dose" to "How much is a flu jab?"
+        return (f"answered nothing: asked '{asked}' and it prices only something else",
+                "prices something else")
     if user_input and analysis.sentences:
         said = " ".join(analysis.sentences).lower()
-        phone = ASKS_PHONE.search(user_input.lower())
-        if phone is not None and GIVES_PHONE.search(said) is None:
-            # "A dental emergency is any problem that needs urgent attention: ..." to "What
-            # number should I ring for a dental emergency out of hours?"
-            return (f"answered nothing: asked '{phone.group(0)}' and it gives no number",
-                    "gives no number")
-        documents = ASKS_DOCUMENTS.search(user_input.lower())
-        if documents is not None and GIVES_DOCUMENT.search(_normalise(said)) is None:
-            # "You can apply online or at the Civic Centre customer desk" to "What documents do
-            # I need to apply for a resident permit?"
-            return (f"answered nothing: asked '{documents.group(0)}' and it names no document",
-                    "names no document")
-        address = ASKS_ADDRESS.search(user_input.lower())
-        if address is not None and GIVES_ADDRESS.search(said) is None:
-            # "We're really easy to find, with plenty of parking nearby" to "What's the
-            # practice's address?"
-            return (f"answered nothing: asked '{address.group(0)}' and it gives no address",
-                    "gives no address")
-        place = ASKS_PLACE.search(user_input.lower())
+        user = user_input.lower()
+        for asks, gives, missing, rule in _TYPED_QUESTIONS:
+            question = asks.search(user)
+            if question is not None and gives.search(
+                    _normalise(said) if gives is GIVES_DOCUMENT else said) is None:
+                return f"answered nothing: asked '{question.group(0)}' and it {missing}", rule
+        place = ASKS_PLACE.search(user)
         gives_place = GIVES_PLACE.search(said) if place is None or not _PHYSICAL_ACT.search(
             place.group(0)) else GIVES_PLACE.search(_ONLINE_PLACE.sub(" ", said))
         if place is not None and GIVES_ADDRESS.search(said) is None and gives_place is None:
