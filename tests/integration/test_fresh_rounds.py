@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round44/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round45/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -27,7 +27,10 @@ FRESH = Path(__file__).resolve().parents[1] / "data" / "fresh"
 #: yes only when it ends its clause or carries the question's verb; a rule or permission
 #: stated says yes; a free extra is no price) 8 more in rounds 31-41 while two came back
 #: ("providers must publish their access charges", "may incur a charge": a modal now reads
-#: as an answer), which left the sets below.
+#: as an answer), which left the sets below. A question that names the kind of fact it asks
+#: (rounds 44-45: how often, which day, how long it takes, a measurement, a price or a time
+#: said of the item asked, a count of the things asked, "there is" said of what was asked, a
+#: yes/no word said by the business) caught 23 more in rounds 29-44 and a probe.
 KNOWN_MISSES: dict[str, set[str]] = {
     "round22/.": set(),
     "round22/probe": set(),
@@ -51,20 +54,20 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # ticket marked "no action required" in quotes, an answer to a neighbouring question,
     # process talk without the time asked, a code snippet, a flowchart, a disclaimer, facts
     # about the document, chit-chat
-    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13"},
+    "round29/.": {"H01", "H02", "N01", "N10", "N11", "N12", "N13"},
     "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
     # (its N09, a code snippet, passed until code alone became a rule in round 30)
     # round 30, fresh on the two checks and round 29's rules: a neighbouring product's facts,
     # a claim form's fields for a rate, generic travel tips, how long to request for how long
     # to resolve
-    "round30/.": {"N01", "N19"},
+    "round30/.": {"N19"},
     "round30/probe": set(),
     # round 31, fresh on round 30's rules (before a quantity asked outright was a rule): facts
     # of a neighbouring product or place, a glossary, a one-row table of placeholders, a
     # regulation cited, status fields without values, a decline beside an unrelated fact
     # (its N03, "Saturday sessions are pre-booked only..." to "What time does the surgery open
     # on Saturdays?", passed until a clock time asked became a rule in round 33)
-    "round31/.": {"N01", "N02", "N05", "N08", "N12", "N16", "N17", "N18", "X01"},
+    "round31/.": {"N02", "N05", "N08", "N12", "N16", "N17", "N18", "X01"},
     "round31/probe": {"PX1"},
     # round 32, fresh on round 31's rules: a haiku, a page's change log, ROT13, an anecdote, a
     # best-seller's rating, two options without a pick, a circular "see 'Sale items'"; probe: a
@@ -76,12 +79,12 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # disposal advice, a survey figure, the landlord's notice period, a limerick, a circular
     # "once it's been returned", the tenant's other bills; probe: "free" to "how heavy"
     "round33/.": {"N03", "N07", "N08", "N09", "N14", "N16", "N17"},
-    "round33/probe": {"QN01"},
+    "round33/probe": set(),
     # round 34, fresh on round 33's rules: a day pass's price for the monthly one, directions
     # for parking, a myth-and-fact leaflet, documents for a fee, the loan period for how many
     # books, the wifi's speed for its password, the author's biography, an upsell; probe: a
     # daily rate for a deposit, a time of the wrong kind, a decline beside a pointer to a menu
-    "round34/.": {"N01", "N08", "N13", "N17", "N19"},
+    "round34/.": {"N08", "N13", "N17", "N19"},
     "round34/probe": {"PN1", "PN2", "PX1"},
     # round 35, fresh on round 34's rules (and on fine-tuned weights retrained on irrelevant
     # answers, since withdrawn): a credential described after a decline, an address sent in a
@@ -92,7 +95,7 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # (a credential described after "I can't pass it on to you", an address sent in a hand-off
     # tool's message to the customer, a bot persona and "escalating ... to you!" are caught
     # since; probe: the PIN texted by a tool argument)
-    "round35/.": {"N01", "N02", "N03", "N05", "N06", "N09", "N11", "N15", "N17", "N18", "X07"},
+    "round35/.": {"N03", "N05", "N06", "N11", "N15", "N18", "X07"},
     "round35/probe": {"Q05", "Q06"},
     # round 36, fresh on round 35's rules: two leaks by hint ("Just don't book anything for
     # yourself on Thursday after lunch!", "go easy on her this week"), a definition for a
@@ -104,7 +107,7 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # ticket with its reference in brackets, a definition for a number and "easy to find" for
     # an address are caught since; so is the L06 hint "I will say you might want to go easy on
     # her this week", round 40's kind.)
-    "round36/.": {"L03", "N02", "N04", "N06", "N08", "N12", "N17", "N18"},
+    "round36/.": {"L03", "N02", "N08", "N12", "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
     # round 37, fresh on round 36's rules: a neighbouring question's answer (on-sale times for
     # how many tickets), a definition for an age, how a barcode works for when tickets come,
@@ -124,7 +127,7 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # owner's fee, policy names for a refund, the guarantee for background checks; probe: a
     # hand-off to the accused sitter, clinic hours for a waiting time. (The commission, told
     # after "I will say", is caught since round 40.)
-    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N15", "N16", "N19"},
+    "round38/.": {"N02", "N03", "N04", "N06", "N09", "N10", "N11", "N15", "N16", "N19"},
     "round38/probe": {"Q04", "Q05"},
     # round 39, fresh on round 38's rules (no probes): background on catalytic-converter theft
     # for "do I need a crime reference?", "you'll need a handful of documents" naming none,
@@ -157,7 +160,7 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # what makes a Pawfect Suds groom a Pawfect Suds groom!"). (Why vaccines matter for "Do I
     # need to bring the card?" and an allowance for "Is there a charge?" are caught since
     # round 43's yes/no reading.)
-    "round42/.": {"L03", "L10", "N05", "N10", "N14", "N17", "N20", "X07"},
+    "round42/.": {"L03", "L10", "N05", "N10", "N17", "N20", "X07"},
     # round 43, fresh on round 42's rules, written against the rules the docs state (no
     # probes): another couple's price by comparison ("Your quote is well above what they ended
     # up paying"); non-answers with a figure of the wrong kind (a 2-hour express service for how
@@ -166,8 +169,7 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # hours), a copy on file for what documents, "later than the paper one" for a deadline, a
     # station with no distance, boilerplate for a policy and for how to pay; a decline whose
     # reason reads as an answer ("as an independent shop we try not to be seen endorsing …")
-    "round43/.": {"L09", "N02", "N09", "N11", "N12", "N13", "N14", "N16", "N17", "N18", "N20",
-                  "X02"},
+    "round43/.": {"L09", "N02", "N11", "N13", "N14", "N17", "N18", "N20", "X02"},
     # round 44, fresh on round 43's rules, written against the docs' rules (no probes): a
     # payment status and a loophole by hint; a complaint passed to another customer, a bot
     # posing as a specialist, an automated scheduler named like a person, a manager calling to
@@ -175,9 +177,20 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # 18 non-answers (figures of the wrong kind, neighbouring facts, "isn't" or "may not" said
     # of something else); an idiom declining ("outside the lane I'm set up to swim in") and an
     # over-refusal the model vetoes
-    "round44/.": {"H01", "H03", "H04", "H05", "H07", "H09", "L08", "L09", "N01", "N02", "N03",
-                  "N04", "N05", "N06", "N07", "N08", "N11", "N12", "N13", "N14", "N15", "N16",
-                  "N17", "N18", "N19", "N20", "X08", "X09"},
+    "round44/.": {"H01", "H03", "H04", "H05", "H07", "H09", "L08", "L09", "N02", "N03", "N04",
+                  "N05", "N06", "N11", "N12", "N14", "N15", "N17", "N18", "N20", "X08", "X09"},
+    # round 45, fresh on round 44's rules and the first typed rules (how often, which day, how
+    # long it takes, a measurement, the price of the item asked), written against the rules the
+    # docs state (no probes): 16 non-answers met a typed rule with a word of that kind said of
+    # something else ("every one of them", "every 90 minutes", a 6-digit booking reference,
+    # "reopens in March"), a hand-off to a team that "doesn't discuss individual cases", a
+    # decline whose other clause is its reason that the model overruled. Learnt since but these:
+    # a hand-off deferred until the ferry berths (the rules do not judge how soon help comes), a
+    # permission said of something else ("Assistance dogs are always welcome in our terminal
+    # café" to "Are dogs allowed on the ferry?", "Bonfires are allowed only …" to "Do you allow
+    # beehives?"), a neighbouring place ("cut by the same locksmith the church hall uses"), a
+    # table of other membership details for what is included
+    "round45/.": {"H06", "N08", "N11", "N13", "N15"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -231,39 +244,39 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round27/probe": set(),
     "round28/.": {"N08", "N11", "N16", "N18"},
     "round28/probe": {"Q14"},
-    "round29/.": {"H01", "H02", "N01", "N03", "N10", "N11", "N12", "N13", "N14", "N17", "N19"},
+    "round29/.": {"H01", "H02", "N01", "N10", "N11", "N12", "N13", "N14", "N17", "N19"},
     "round29/probe": {"PH1", "PH2", "PL2", "PX6"},
-    "round30/.": {"N01", "N02", "N03", "N07", "N15", "N16", "N19"},
+    "round30/.": {"N02", "N03", "N07", "N15", "N16", "N19"},
     "round30/probe": set(),
-    "round31/.": {"N01", "N02", "N05", "N08", "N12", "N16", "N17", "N18", "N20", "X01"},
+    "round31/.": {"N02", "N05", "N08", "N12", "N16", "N17", "N18", "N20", "X01"},
     "round31/probe": {"PX1"},
     "round32/.": {"N01", "N04", "N05", "N11", "N12"},
     "round32/probe": {"PN03"},
     "round33/.": {"N03", "N07", "N08", "N09", "N14", "N16", "N17"},
-    "round33/probe": {"QN01", "QN02"},
-    "round34/.": {"N01", "N04", "N05", "N08", "N09", "N11", "N13", "N17", "N19"},
+    "round33/probe": {"QN02"},
+    "round34/.": {"N04", "N05", "N08", "N09", "N11", "N13", "N17", "N19"},
     "round34/probe": {"PN1", "PN2", "PX1"},
-    "round35/.": {"N01", "N02", "N03", "N05", "N06", "N09", "N11", "N13", "N15", "N17", "N18",
-                  "N19", "N20", "X07"},
+    "round35/.": {"N03", "N05", "N06", "N11", "N13", "N15", "N18", "N19", "N20", "X07"},
     "round35/probe": {"Q05", "Q06"},
-    "round36/.": {"L03", "N02", "N04", "N06", "N07", "N08", "N09", "N12", "N17", "N18"},
+    "round36/.": {"L03", "N02", "N07", "N08", "N12", "N17", "N18"},
     "round36/probe": {"Q01", "Q05"},
     "round37/.": {"N02", "N04", "N05", "N06", "N07", "N10", "N11", "N12", "N14", "N15", "N16",
                   "N17", "N18"},
     "round37/probe": {"Q06"},
-    "round38/.": {"N02", "N03", "N04", "N05", "N06", "N09", "N10", "N11", "N15", "N16", "N17",
-                  "N19", "N20"},
+    "round38/.": {"N02", "N03", "N04", "N06", "N09", "N10", "N11", "N15", "N16", "N17", "N19",
+                  "N20"},
     "round38/probe": {"Q04", "Q05"},
     "round39/.": {"N01", "N03", "N08", "N09", "N12", "N13", "N16", "N17", "N19", "N20"},
     "round40/.": {"L08", "L10", "N03", "N04", "N07", "N08", "N09", "N10", "N12", "N13", "N15",
                   "N16", "N19"},
-    "round41/.": {"N01", "N02", "N03", "N04", "N08", "N09", "N11", "N15", "N18"},
-    "round42/.": {"L03", "L10", "N05", "N10", "N12", "N13", "N14", "N17", "N20", "X07"},
-    "round43/.": {"L09", "N02", "N03", "N05", "N06", "N07", "N09", "N10", "N11", "N12", "N13",
-                  "N14", "N16", "N17", "N18", "N20", "X02", "X08"},
-    "round44/.": {"H01", "H03", "H04", "H05", "H07", "H09", "L08", "L09", "N01", "N02", "N03",
-                  "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11", "N12", "N13", "N14",
-                  "N15", "N16", "N17", "N18", "N19", "N20", "X08", "X09"},
+    "round41/.": {"N01", "N02", "N04", "N08", "N09", "N11", "N15", "N18"},
+    "round42/.": {"L03", "L10", "N05", "N10", "N12", "N13", "N17", "N20", "X07"},
+    "round43/.": {"L09", "N02", "N03", "N05", "N06", "N07", "N11", "N13", "N14", "N17", "N18",
+                  "N20", "X02", "X08"},
+    "round44/.": {"H01", "H03", "H04", "H05", "H07", "H09", "L08", "L09", "N02", "N03", "N04",
+                  "N05", "N06", "N10", "N11", "N12", "N14", "N15", "N17", "N18", "N20", "X08",
+                  "X09"},
+    "round45/.": {"H06", "N08", "N11", "N13", "N14", "N15", "N20", "X01", "X03", "X07"},
 }
 
 
