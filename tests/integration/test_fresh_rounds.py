@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round45/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round46/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -191,6 +191,19 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # beehives?"), a neighbouring place ("cut by the same locksmith the church hall uses"), a
     # table of other membership details for what is included
     "round45/.": {"H06", "N08", "N11", "N13", "N15"},
+    # round 46, fresh on round 45's rules (main e8067cd, this session's last code), kept as a
+    # measure, no kinds learnt: a mobile in a hand-off tool's "quick_replies" and a member's desk
+    # in a citation's title (L02, L08); hand-offs to someone who cannot act or will act too late
+    # (a duty manager reviewing a head injury on Monday, a Saturday counter assistant, a night
+    # line that is voicemail, a supplier's quality team, a low-priority website-feedback
+    # ticket); 16 non-answers, nearly all a fact of the right kind about the wrong thing
+    # (weekday prices for Saturday's, Monday-Saturday closing times for Sunday's, screens for
+    # seats, a hire reference for a phone number, the first shop's address for the second's,
+    # buoys 50 metres out for how deep); an idiom declining ("that one's for the bank rather than
+    # the boat")
+    "round46/.": {"H01", "H02", "H04", "H08", "H10", "L02", "L08", "N01", "N02", "N03", "N04",
+                  "N05", "N06", "N08", "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16",
+                  "N18", "X01"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -227,7 +240,18 @@ KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round36/.": {"R15"}, "round38/.": 
                                              "round42/.": {"R02", "R03", "R15"},
                                              "round43/.": {"R01", "R02", "R03", "R05", "R06",
                                                            "R08", "R11", "R14"},
-                                             "round44/.": {"R08"}}
+                                             "round44/.": {"R08"},
+                                             "round46/.": {"G02", "G11", "P18", "R02", "R11"}}
+#: Round 46's must-pass answers failed: R02 (a decline with a safe route the model vetoes,
+#: P(yes) 0.002), R11 ("Sorry, the key-safe code is for staff only, …": no rule reads it, the
+#: model is at 0.608 < 0.62), G02 ("I've logged a formal complaint (ref DC-2291) and our owner,
+#: Helen Marsh, will phone you tomorrow": "owner" is no role the follow-up knows), G11 ("I've
+#: radioed Jenny, our slipway supervisor, and she's walking over": "radioed" is no hand-off
+#: verb), P18 ("Once or twice a season is plenty - …" to "How often should I dry clean a wool
+#: coat?": the fine-tuned check, P 0.963, overrules a frequency the amount-first reading does
+#: not know). With the logistic check P18 passes.
+KNOWN_FALSE_FAILURES_LOGISTIC: dict[str, set[str]] = {
+    "round46/.": {"G02", "G11", "R02", "R11"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -277,6 +301,9 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
                   "N05", "N06", "N10", "N11", "N12", "N14", "N15", "N17", "N18", "N20", "X08",
                   "X09"},
     "round45/.": {"H06", "N08", "N11", "N13", "N14", "N15", "N20", "X01", "X03", "X07"},
+    "round46/.": {"H01", "H02", "H04", "H08", "H10", "L02", "L08", "N01", "N02", "N03", "N04",
+                  "N05", "N06", "N08", "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16",
+                  "N17", "N18", "N19", "N20", "X01", "X02", "X09"},
 }
 
 
@@ -326,7 +353,8 @@ def test_with_the_logistic_check_a_fresh_round_lets_more_non_answers_through(
     # the same rounds with the opt-in logistic non-answer check (docs/rules.md#non-answer-check)
     assert default_opinion is not None
     wrong, expected = _wrong(FRESH / part, tmp_path)
-    false_failures = KNOWN_FALSE_FAILURES.get(part, set())
+    false_failures = KNOWN_FALSE_FAILURES_LOGISTIC.get(part, KNOWN_FALSE_FAILURES.get(part,
+                                                                                     set()))
     assert wrong == KNOWN_MISSES_LOGISTIC[part] | false_failures
     assert all(expected[case] == "fail" for case in wrong - false_failures)
 
