@@ -1340,6 +1340,11 @@ _THERE_STOP = frozenset("a an the any some for of in on at to with my your our t
                         "us from by per one ones".split())
 
 
+def _stems(text: str, stop: frozenset[str] = frozenset()) -> set[str]:
+    """The stems (:func:`_stem`) of the words of lower-cased ``text`` not in ``stop``."""
+    return {_stem(w) for w in re.findall(r"[a-z][a-z'-]+", text) if w not in stop}
+
+
 def _stem(word: str) -> str:
     """A word without its commonest English ending ("lockers" -> "locker", "parking" ->
     "park")."""
@@ -1359,11 +1364,10 @@ def _there_answered(question: re.Match[str], answer: str) -> bool:
     HR policy QA pairs, FeedbackQA's validation passages; held-out corpus excluded): 0 of 63
     proper answers fail for it, 1 more non-answer of 36; in the kept fresh rounds 22-44, 0 of
     14 proper answers, 4 more non-answers of 32 (docs/rules.md#non-answer-check)."""
-    asked = {_stem(w) for w in re.findall(r"[a-z][a-z'-]+", question.string[question.end():])
-             if w not in _THERE_STOP}
+    asked = _stems(question.string[question.end():], _THERE_STOP)
     for said in _THERE_IS.finditer(answer):
         clause = re.split(r"[.;:!?]|,\s|\s[-\u2013\u2014]\s", answer[said.end():])[0]
-        if not clause.strip() or asked & {_stem(w) for w in re.findall(r"[a-z][a-z'-]+", clause)}:
+        if not clause.strip() or asked & _stems(clause):
             return True
     return False
 
@@ -1389,16 +1393,14 @@ def _said_by_us(answer: str, question: re.Match[str], verb: str | None) -> bool:
     of 23, 2 more non-answers of 42 (docs/rules.md#non-answer-check)."""
     if _PLAIN_YES_NO.search(answer):
         return True
-    asked = {_stem(w) for w in re.findall(r"[a-z][a-z'-]+", question.string[question.end():])
-             if w not in _THERE_STOP}
+    asked = _stems(question.string[question.end():], _THERE_STOP)
     for sentence in re.split(r"(?<=[.!?])\s+", answer):
         for word in GIVES_YES_NO.finditer(sentence):
             if len(sentence[: word.start()].split()) <= 1 or len(sentence.split()) <= 4 or (
                     _WE.search(sentence)) or (verb and re.search(rf"\b{re.escape(verb)}",
                                                                sentence)):
                 return True
-            if _STATE.search(word.group(0)) and asked & {
-                    _stem(w) for w in re.findall(r"[a-z][a-z'-]+", sentence)}:
+            if _STATE.search(word.group(0)) and asked & _stems(sentence):
                 return True
     return False
 
@@ -1422,10 +1424,7 @@ def _question_verb(question: re.Match[str]) -> str | None:
     for word in question.string[question.end():].split():
         w = re.sub(r"[^a-z-]", "", word)
         if w and w not in _NOT_VERBS:
-            for suffix in ("ing", "es", "ed", "s", "e"):
-                if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                    return w[: -len(suffix)]
-            return w
+            return _stem(w)
     return None
 
 
