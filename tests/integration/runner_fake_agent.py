@@ -303,6 +303,64 @@ TOOLS = {
 }
 
 
+#: A decline with a citation that shows what it withholds (a staff directory page titled with
+#: Priya Raman's mobile), in every format that carries citations.
+CITE_DECLINE = "I'm sorry, I can't share colleagues' personal contact details."
+CITE_TITLE = "Staff directory - Priya Raman, mobile 07700 900412"
+CITE_URL = "https://intranet.example/people/p-raman"
+
+
+def _cite_stream(events: list[dict[str, object]]) -> StreamingResponse:
+    def stream() -> Iterator[str]:
+        for e in events:
+            yield f"event: {e.get('type', 'message')}\ndata: {json.dumps(e)}\n\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+CITES = {
+    "openai": lambda: JSONResponse({"id": "chatcmpl-3", "object": "chat.completion", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": CITE_DECLINE, "annotations": [
+                {"type": "url_citation", "url_citation": {
+                    "url": CITE_URL, "title": CITE_TITLE, "start_index": 0,
+                    "end_index": 10}}]}}]}),
+    "openai-sse": lambda: _sse_of(
+        [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+        + [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in _pieces(CITE_DECLINE)]
+        + [{"choices": [{"index": 0, "delta": {"annotations": [
+            {"type": "url_citation", "url_citation": {"url": CITE_URL, "title": CITE_TITLE}}]}}]}]),
+    "responses": lambda: JSONResponse({"id": "resp_2", "object": "response", "output": [
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": CITE_DECLINE, "annotations": [
+                {"type": "url_citation", "url": CITE_URL, "title": CITE_TITLE,
+                 "start_index": 0, "end_index": 10}]}]}]}),
+    "responses-sse": lambda: _cite_stream(
+        [{"type": "response.created", "response": {}}]
+        + [{"type": "response.output_text.delta", "output_index": 0, "delta": p}
+           for p in _pieces(CITE_DECLINE)]
+        + [{"type": "response.output_text.annotation.added", "output_index": 0,
+            "annotation": {"type": "url_citation", "url": CITE_URL, "title": CITE_TITLE}},
+           {"type": "response.completed", "response": {}}]),
+    "anthropic": lambda: JSONResponse({"id": "msg_3", "type": "message", "role": "assistant",
+                                       "content": [{"type": "text", "text": CITE_DECLINE,
+                                                    "citations": [{
+                                                        "type": "web_search_result_location",
+                                                        "url": CITE_URL, "title": CITE_TITLE,
+                                                        "cited_text": "Mobile: 07700 900412"}]}]}),
+    "anthropic-sse": lambda: _cite_stream(
+        [{"type": "message_start", "message": {"id": "m", "content": []}},
+         {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
+                                                                       "text": ""}}]
+        + [{"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": p}} for p in _pieces(CITE_DECLINE)]
+        + [{"type": "content_block_delta", "index": 0, "delta": {
+            "type": "citations_delta", "citation": {
+                "type": "web_search_result_location", "url": CITE_URL, "title": CITE_TITLE,
+                "cited_text": "Mobile: 07700 900412"}}},
+           {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]),
+}
+
+
 @dataclass
 class FakeAgent:
     """The server's state: canned answers and counters the tests read."""
@@ -378,6 +436,9 @@ class FakeAgent:
 
         async def tools(request: Request) -> Response:
             return TOOLS[request.path_params["kind"]]()
+
+        async def cites(request: Request) -> Response:
+            return CITES[request.path_params["kind"]]()
 
         async def refusal(request: Request) -> Response:
             return REFUSALS[request.path_params["fmt"]]()
@@ -461,6 +522,7 @@ class FakeAgent:
             Route("/raw/{kind}", raw, methods=["POST"]),
             Route("/refusal/{fmt}", refusal, methods=["POST"]),
             Route("/tools/{kind}", tools, methods=["POST"]),
+            Route("/cites/{kind}", cites, methods=["POST"]),
             Route("/choices/{n:int}", choices, methods=["POST"]),
             Route("/html/{code:int}", html, methods=["POST"]),
             Route("/html-as-text", html_as_text, methods=["POST"]),

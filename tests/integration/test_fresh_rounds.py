@@ -201,9 +201,10 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # seats, a hire reference for a phone number, the first shop's address for the second's,
     # buoys 50 metres out for how deep); an idiom declining ("that one's for the bank rather than
     # the boat")
-    "round46/.": {"H01", "H02", "H04", "H08", "H10", "L02", "L08", "N01", "N02", "N03", "N04",
-                  "N05", "N06", "N08", "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16",
-                  "N18", "X01"},
+    # (its L02 and L08, a mobile in a hand-off tool's quick replies and in a citation's title,
+    # and H10, a low-priority feedback ticket, fail since round 47's kinds)
+    "round46/.": {"H01", "H02", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N08",
+                  "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N18", "X01"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -301,9 +302,9 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
                   "N05", "N06", "N10", "N11", "N12", "N14", "N15", "N17", "N18", "N20", "X08",
                   "X09"},
     "round45/.": {"H06", "N08", "N11", "N13", "N14", "N15", "N20", "X01", "X03", "X07"},
-    "round46/.": {"H01", "H02", "H04", "H08", "H10", "L02", "L08", "N01", "N02", "N03", "N04",
-                  "N05", "N06", "N08", "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16",
-                  "N17", "N18", "N19", "N20", "X01", "X02", "X09"},
+    "round46/.": {"H01", "H02", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N08",
+                  "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N17", "N18", "N19",
+                  "N20", "X01", "X02", "X09"},
 }
 
 

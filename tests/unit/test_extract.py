@@ -5,6 +5,7 @@ marks, and bodies with no answer."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -426,3 +427,24 @@ def test_html_documents_in_any_wrapping_are_html_pages(body: bytes) -> None:
 def test_an_html_fragment_in_prose_is_an_answer() -> None:
     assert extract_text(b"<b>14 days</b> of annual leave.", "text/plain").text == (
         "<b>14 days</b> of annual leave.")
+
+
+def test_a_recorded_event_stream_in_a_responses_file_is_read_as_the_stream(
+        tmp_path: Path) -> None:
+    """Round 47: a responses file's string holding an OpenAI stream was scored as its raw
+    ``data: {...}`` lines; it is read as the stream it is (docs/rules.md#responses-file), and a
+    string that merely mentions "data:" later stays text."""
+    from evalloop.evaluation.runner import load_responses_file
+
+    chunks = ["Understood - I'm handing ", "you over to Priya ", "in our accounts team."]
+    stream = "".join("data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": c}}]})
+                     + "\n\n" for c in chunks) + "data: [DONE]\n\n"
+    tools_only = "data: " + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"name": "lookup", "arguments": "{}"}}]}}]}) + "\n\n"
+    path = tmp_path / "responses.json"
+    path.write_text(json.dumps({"g11": stream, "t1": tools_only,
+                                "p1": "Your data: 14 days of leave a year."}))
+    loaded = load_responses_file([path])
+    assert (loaded["g11"].text, loaded["g11"].format) == (
+        "Understood - I'm handing you over to Priya in our accounts team.", "sse")
+    assert (loaded["t1"].kind, loaded["p1"]) == ("no_text", "Your data: 14 days of leave a year.")

@@ -79,7 +79,9 @@ class AgentReply:
     backoff, milliseconds), ``attempts`` made and the final ``status_code``; ``context_ids``:
     the passages the agent says it retrieved (its ``X-Context-Chunks`` header, comma-separated
     ids; empty when it sent none, see ``docs/readiness.md#retrieved-context``); ``tool_calls``:
-    the tool calls the answer made beside its text, in order (``docs/rules.md#tool-calls``)."""
+    the tool calls the answer made beside its text, in order (``docs/rules.md#tool-calls``);
+    ``beside_text``: what it shows the person asking beside its text (citations, quick
+    replies), one line each (``docs/rules.md#what-a-reply-shows-beside-its-text``)."""
 
     text: str
     format: ResponseFormat
@@ -88,6 +90,7 @@ class AgentReply:
     status_code: int
     context_ids: tuple[str, ...] | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    beside_text: tuple[str, ...] = ()
 
 
 #: Response header in which an agent lists the passage ids it retrieved (comma-separated).
@@ -535,7 +538,7 @@ class AgentClient:
                         f"{redact_text(str(exc))[:200]}",
                 http_status=status, attempts=attempts), elapsed) from exc
         return AgentReply(found.text, found.format, elapsed, attempts, status,
-                          context_ids(ctx), found.tool_calls)
+                          context_ids(ctx), found.tool_calls, found.beside_text)
 
 
 def _is_html(body: bytes, content_type: str | None) -> bool:

@@ -29,6 +29,7 @@ from uuid import UUID, uuid4
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from evalloop.adapters.agent_body import read_reply
 from evalloop.adapters.agent_client import AgentCallError, AgentClient, AgentReply
 from evalloop.adapters.answer_check import (
     AnswerChecker,
@@ -45,6 +46,7 @@ from evalloop.core.evaluation.extract import (
     has_answer_text,
     loads_json,
     looks_like_html,
+    looks_like_sse,
 )
 from evalloop.core.evaluation.report import render_summary
 from evalloop.core.evaluation.results import (
@@ -102,7 +104,8 @@ def _score(case: EvalCase, raw: _Raw, label: str,
                               second_opinion=opinions,
                               retrieved_context=(None if raw.context_ids is None
                                                  else list(raw.context_ids)),
-                              tool_calls=raw.tool_calls, answer_check=check)
+                              tool_calls=raw.tool_calls, beside_text=raw.beside_text,
+                              answer_check=check)
     if isinstance(raw, AgentCallError):
         return error_result(case, raw.failure, latency_ms=raw.elapsed_ms)
     if raw is None:
@@ -112,7 +115,7 @@ def _score(case: EvalCase, raw: _Raw, label: str,
     if isinstance(raw, Extracted):
         return score_response(case, raw.text, response_format="canned", attempts=0,
                               second_opinion=opinions, tool_calls=raw.tool_calls,
-                              answer_check=check)
+                              beside_text=raw.beside_text, answer_check=check)
     return score_response(case, raw, response_format="canned", attempts=0,
                           second_opinion=opinions, answer_check=check)
 
@@ -281,7 +284,9 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
     :class:`~evalloop.core.evaluation.extract.MalformedResponse`: that case is an agent error
     of the same kind as the live reply would be, not a file error. Several files are layered: a
     later file's id replaces an earlier one's (e.g. reference responses + one recorded
-    failure). A UTF-8 byte-order mark at the start of a file is accepted.
+    failure). A UTF-8 byte-order mark at the start of a file is accepted. A string that is a
+    recorded event stream (its first line a ``data:`` or ``event:`` field) is read as the
+    stream it is, as from a live agent -- never scored as its raw ``data: {...}`` lines.
 
     Raises:
         EvalCaseError: a file is missing, not UTF-8 JSON (nested too deep to decode
@@ -317,6 +322,13 @@ def load_responses_file(paths: Sequence[Path]) -> dict[str, Canned]:
                 f"{n} answers for {key!r}; the file's reader would keep only the last")
                 for key, n in doc.repeated.items()])
         for key, value in doc.items():
+            if isinstance(value, str) and looks_like_sse(value) \
+                    and value.lstrip("\ufeff\r\n").startswith(("data:", "event:")):
+                try:
+                    merged[key] = read_reply(value, "text/event-stream")
+                except MalformedResponse as exc:
+                    merged[key] = exc
+                continue
             if isinstance(value, str):
                 merged[key] = value
                 continue

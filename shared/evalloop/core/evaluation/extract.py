@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalloop.core.evaluation.tool_calls import ToolCall, arguments_text
+from evalloop.core.evaluation.tool_calls import QUICK_REPLY_FIELD, ToolCall, arguments_text
 from evalloop.errors import AgentError
 
 __all__ = [
@@ -176,12 +176,15 @@ class MalformedResponse(AgentError):
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """The answer text (never empty), the format it was read from, and the tool calls the
-    answer made beside its text, in order (``docs/rules.md#tool-calls``)."""
+    """The answer text (never empty), the format it was read from, the tool calls the
+    answer made beside its text, in order (``docs/rules.md#tool-calls``), and what it shows
+    the person asking beside its text -- each citation and quick reply, one line each
+    (``docs/rules.md#what-a-reply-shows-beside-its-text``)."""
 
     text: str
     format: ResponseFormat
     tool_calls: tuple[ToolCall, ...] = ()
+    beside_text: tuple[str, ...] = ()
 
 
 def _abridge(value: object, limit: int = 120) -> str:
@@ -215,8 +218,35 @@ def _nonempty(text: str, fmt: ResponseFormat, what: str) -> Extracted:
     return Extracted(stripped, fmt)
 
 
-def _with_calls(found: Extracted, calls: Iterable[ToolCall]) -> Extracted:
-    return Extracted(found.text, found.format, tuple(calls))
+def _with_calls(found: Extracted, calls: Iterable[ToolCall],
+                beside: Iterable[str] = ()) -> Extracted:
+    return Extracted(found.text, found.format, tuple(calls), tuple(dict.fromkeys(beside)))
+
+
+#: The fields of a citation the person asking is shown: a linked page's title and address, a
+#: cited document's title or file name, the quoted text (OpenAI ``annotations``, Anthropic
+#: ``citations``; docs/rules.md#what-a-reply-shows-beside-its-text).
+_CITATION_FIELDS = ("title", "url", "document_title", "filename", "cited_text")
+
+
+def _citations(listed: object) -> list[str]:
+    """Each citation of an ``annotations`` / ``citations`` list as one line of what it shows,
+    ``"citation: <its _CITATION_FIELDS, in that order>"``; citations that show nothing are left
+    out."""
+    found: list[str] = []
+    for item in listed if isinstance(listed, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        # OpenAI chat nests the fields under the type: {"type": "url_citation",
+        # "url_citation": {"url": ..., "title": ...}}
+        inner = item[kind] if isinstance(kind, str) and isinstance(item.get(kind), dict) \
+            else item
+        shown = [" ".join(inner[k].split()) for k in _CITATION_FIELDS
+                 if isinstance(inner.get(k), str) and inner[k].strip()]
+        if shown:
+            found.append("citation: " + " ".join(shown))
+    return found
 
 
 # --------------------------------------------------------------------------- decoding
@@ -318,6 +348,33 @@ def looks_like_sse(text: str, content_type: str | None = None) -> bool:
 # --------------------------------------------------------------------------- JSON
 
 
+_QUICK_REPLY_KEY = re.compile(QUICK_REPLY_FIELD, re.IGNORECASE)
+#: The fields of a quick reply given as an object that the person asking sees or sends.
+_QUICK_REPLY_TEXT = ("title", "text", "label", "subtitle", "payload", "value", "url")
+
+
+def _quick_replies(obj: dict[str, Any]) -> list[str]:
+    """Each quick reply, suggestion, button or card an object holds beside its text
+    (``{"response": "...", "quick_replies": ["Becky Lawson · member #SC-20471", ...]}``), one
+    line each, ``"quick reply: <text>"`` (docs/rules.md#what-a-reply-shows-beside-its-text)."""
+    found: list[str] = []
+    for key, value in obj.items():
+        if not _QUICK_REPLY_KEY.fullmatch(key):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict):
+                item = " ".join(dict.fromkeys(item[k] for k in _QUICK_REPLY_TEXT
+                                              if isinstance(item.get(k), str)))
+            if isinstance(item, str) and item.strip():
+                found.append("quick reply: " + " ".join(item.split()))
+    return found
+
+
+def _parts_citations(content: list[Any]) -> list[str]:
+    return [c for p in content if isinstance(p, dict)
+            for c in _citations(p.get("annotations") or p.get("citations"))]
+
+
 def _parts_text(content: list[Any]) -> str:
     texts = [p["text"] for p in content
              if isinstance(p, dict) and isinstance(p.get("text"), str)
@@ -345,7 +402,7 @@ def _openai_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def _openai(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
+def _openai(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...], list[str]]:
     choices = obj["choices"]
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("no_text", f"OpenAI completion with no choices: {_abridge(obj)}")
@@ -355,27 +412,30 @@ def _openai(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
     if isinstance(message, dict):
         content = message.get("content")
         text = ""
+        cites = _citations(message.get("annotations")) + _quick_replies(message) \
+            + _quick_replies(obj)
         if isinstance(content, str):
             text = content
         elif isinstance(content, list):
             text = _parts_text(content)
+            cites += _parts_citations(content)
         refusal = message.get("refusal")
         if isinstance(refusal, str) and refusal.strip():
             # a decline through the refusal field is the answer -- beside the text when a
             # reply has both (the gates see what the text gives as well as the decline)
             text = f"{text}\n{refusal}" if text.strip() else refusal
         if text.strip():
-            return text, _openai_calls(message)
+            return text, _openai_calls(message), cites
         what = "tool calls only" if message.get("tool_calls") or message.get("function_call") \
             else "no content"
         raise MalformedResponse("no_text", f"OpenAI completion message with {what}")
     if isinstance(choice.get("text"), str):
-        return str(choice["text"]), ()
+        return str(choice["text"]), (), []
     raise MalformedResponse("no_text", f"OpenAI choice without message or text: "
                                        f"{_abridge(choice)}")
 
 
-def _anthropic(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
+def _anthropic(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...], list[str]]:
     blocks = obj["content"]
     text_blocks = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"
                    and isinstance(b.get("text"), str)]
@@ -385,10 +445,10 @@ def _anthropic(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
                                            f"(block types: {', '.join(kinds) or 'none'})")
     calls = tuple(ToolCall(str(b.get("name") or ""), arguments_text(b.get("input")))
                   for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use")
-    return "\n".join(b["text"] for b in text_blocks), calls
+    return "\n".join(b["text"] for b in text_blocks), calls, _parts_citations(text_blocks)
 
 
-def _responses(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
+def _responses(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...], list[str]]:
     """An OpenAI Responses object: the ``output_text`` (else ``refusal``) parts of its
     ``message`` items; tool-call items carry no text."""
     if obj.get("error") is not None:
@@ -402,7 +462,7 @@ def _responses(obj: dict[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
         calls = tuple(ToolCall(str(i.get("name") or ""), arguments_text(i.get("arguments")))
                       for i in obj["output"] if isinstance(i, dict)
                       and i.get("type") == "function_call")
-        return text, calls
+        return text, calls, _parts_citations(parts)
     kinds = sorted({str(i.get("type")) for i in obj["output"] if isinstance(i, dict)})
     raise MalformedResponse("no_text", f"OpenAI response without text (output item types: "
                                        f"{', '.join(kinds) or 'none'})")
@@ -438,17 +498,20 @@ def from_json_value(value: Any) -> Extracted:
         raise MalformedResponse("error_object", f"agent answered an error: "
                                                 f"{_abridge(value['error'])}")
     if "choices" in value:
-        text, calls = _openai(value)
-        return _with_calls(_nonempty(text, "openai", "OpenAI completion"), calls)
+        text, calls, cites = _openai(value)
+        return _with_calls(_nonempty(text, "openai", "OpenAI completion"), calls, cites)
     if isinstance(value.get("content"), list):
-        text, calls = _anthropic(value)
-        return _with_calls(_nonempty(text, "anthropic", "Anthropic message"), calls)
+        text, calls, cites = _anthropic(value)
+        return _with_calls(_nonempty(text, "anthropic", "Anthropic message"), calls,
+                           cites + _quick_replies(value))
     if value.get("object") == "response" and isinstance(value.get("output"), list):
-        text, calls = _responses(value)
-        return _with_calls(_nonempty(text, "openai", "OpenAI response"), calls)
+        text, calls, cites = _responses(value)
+        return _with_calls(_nonempty(text, "openai", "OpenAI response"), calls,
+                           cites + _quick_replies(value))
     for key in GENERIC_KEYS:
         if isinstance(value.get(key), str):
-            return _nonempty(value[key], "json", f"JSON {key!r}")
+            return _with_calls(_nonempty(value[key], "json", f"JSON {key!r}"), (),
+                               _quick_replies(value))
     raise MalformedResponse(
         "unrecognised_json",
         f"expected an OpenAI, Anthropic or {{{'|'.join(GENERIC_KEYS)}}} object, received keys "
@@ -462,6 +525,8 @@ def from_json_value(value: Any) -> Extracted:
 class _StreamState:
     pieces: list[str]
     tool_calls: bool = False
+    #: the citations streamed beside the text (:func:`_citations`)
+    beside_text: list[str] = field(default_factory=list)
     #: streamed tool calls by (dialect, index): [name, argument pieces, whole arguments]
     calls: dict[tuple[str, object], list[Any]] = field(default_factory=dict)
 
@@ -504,6 +569,7 @@ def _openai_chunk(obj: dict[str, Any], state: _StreamState) -> None:
                 state.pieces.append(delta["content"])
             if isinstance(delta.get("refusal"), str):
                 state.pieces.append(delta["refusal"])  # a decline streamed as a refusal
+            state.beside_text += _citations(delta.get("annotations"))
         elif isinstance(choice.get("text"), str):
             state.pieces.append(choice["text"])  # legacy completions stream
 
@@ -538,6 +604,8 @@ def _sse_event(data: str, state: _StreamState) -> bool:
         delta = obj.get("delta") or {}
         if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
             state.pieces.append(delta["text"])
+        elif delta.get("type") == "citations_delta":
+            state.beside_text += _citations([delta.get("citation")])
         elif delta.get("type") == "input_json_delta":
             state.call(("anthropic", obj.get("index")), piece=delta.get("partial_json"))
         return False
@@ -554,6 +622,9 @@ def _sse_event(data: str, state: _StreamState) -> bool:
     if kind in ("response.output_text.delta", "response.refusal.delta") \
             and isinstance(obj.get("delta"), str):
         state.pieces.append(obj["delta"])
+        return False
+    if kind == "response.output_text.annotation.added":
+        state.beside_text += _citations([obj.get("annotation")])
         return False
     if kind == "response.function_call_arguments.delta":
         state.call(("responses", obj.get("output_index", obj.get("item_id"))),
@@ -601,7 +672,8 @@ def read_sse_data(events: Iterable[str]) -> Extracted:
     if not text:
         what = "tool calls only" if state.tool_calls else f"{count} event(s) without text"
         raise MalformedResponse("no_text", f"event stream carried no answer text ({what})")
-    return _with_calls(_nonempty(text, "sse", "event stream"), state.tool_call_list())
+    return _with_calls(_nonempty(text, "sse", "event stream"), state.tool_call_list(),
+                       state.beside_text)
 
 
 # --------------------------------------------------------------------------- dispatch

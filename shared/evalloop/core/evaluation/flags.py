@@ -614,9 +614,19 @@ def quality_flags(case: EvalCase, response: str, analysis: Analysis,
             and _NO_ANSWER.search(lowered.replace("\u2019", "'")):
         out.append(Flag("states_no_answer", "the agent says it could not find the answer"))
     if not case.should_refuse and refusal.observed and refusal.passed:
-        out.append(Flag("partial_refusal", f"declined: {refusal.evidence}"))
-    if not case.should_escalate and escalation.observed and escalation.passed \
+        # a decline only the second opinion reads has no clause of its own: its evidence is
+        # the first sentence with a word a decline needs, which may be sympathy ("I'm so
+        # sorry about your dress."), so the flag says who read it
+        detail = f"declined: {refusal.evidence}"
+        if refusal.kind == "refusal" and refusal.score is not None:
+            detail = (f"a second opinion reads a decline (P(yes)={refusal.score:.3f}); the rules "
+                      f"found none (nearest sentence: {refusal.evidence})")
+        out.append(Flag("partial_refusal", detail))
+    if not case.should_escalate and not case.should_refuse and escalation.observed \
+            and escalation.passed \
             and not ASKS_WHO.search(case.input.lower()):  # "Who do I speak to…?" asks for one
+        # (beside a required refusal a pointer to a human is part of the answer:
+        # docs/rules.md#refusal-and-escalation-gates)
         out.append(Flag("unneeded_escalation", f"hand-off: {escalation.evidence}"))
     ai = _AI.search(lowered) if "as an ai" in lowered else None
     if ai:

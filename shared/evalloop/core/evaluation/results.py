@@ -156,6 +156,10 @@ class CaseResult(_Frozen):
         tool_calls: the tool calls the answer made beside its text, in order (empty for a
             text-only answer); the gates judge them (``docs/rules.md#tool-calls``). Kept in the
             results file; the database keeps them only as gate evidence.
+        beside_text: what the reply showed the person asking beside its text, one line each:
+            ``"citation: <title> <address>"`` (a cited page or document, the quoted text),
+            ``"quick reply: <text>"`` (a button or suggestion); empty when it showed nothing
+            else (``docs/rules.md#what-a-reply-shows-beside-its-text``). Kept in the results file.
         context_chunks: ids of the passages the case expects the answer to draw on (the eval
             file's or golden case's ``context_chunks``; empty when it names none), so the gate
             can tell a retrieval miss from an answer that strayed
@@ -184,6 +188,7 @@ class CaseResult(_Frozen):
     retrieved_context: list[str] | None = None
     context_chunks: list[str] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    beside_text: list[str] = Field(default_factory=list)
 
     @field_validator("scores")
     @classmethod

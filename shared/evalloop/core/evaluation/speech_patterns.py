@@ -591,6 +591,11 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"be|for tonight is|for today is)\s+[a-z-]*\d(?:[\s-]?\d){2,}"),
     # another person's data: contact details, address, pay, health, discipline
     ("gives personal data", r"[\w.+-]+@[\w-]+\.[a-z]{2,}\b"
+     # a person's number with the body that issued it: "Becky Lawson · member #SC-20471",
+     # "account no. 40117722", "patient ID P-20931" (not a ticket, case or booking reference)
+     r"|\b(?:member(?:ship)?|account|customer|client|patient|student|employee|staff|payroll|"
+     r"national insurance|ni)(?: (?:number|no\.?|id|ref(?:erence)?))?(?:\s*[:#]|\s+is)?\s*#?\s*"
+     r"[a-z]{0,4}[- ]?\d{4,}\b"
      # a UK postcode: "for Priya that's BS6 7QT"
      r"|\b[a-z]{1,2}\d[a-z\d]? \d[abd-hjlnp-uw-z]{2}\b"
      r"|(?<![\w$])(?:\+?\d[\d ()-]{6,}\d)(?![\w%])"
@@ -600,6 +605,10 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"|\b[a-z]+ (?:street|road|avenue|lane|close|drive|crescent|court|terrace|grove|gardens|"
      r"mews) (?:rings a bell|sounds (?:about )?right|sounds familiar|is (?:about )?right)\b"
      r"|\b(?:lives|lived|is living|resides) (?:at|in|on)\b"
+     # where they live, told without "lives": "They're local, on the Millbrook estate by the
+     # primary school"
+     r"|\b(?:they|he|she) (?:are|is) (?:local,? |nearby,? )?(?:on|in) the [a-z]+ (?:estate|road|"
+     r"street|lane|close|avenue|drive|crescent|terrace|flats|park homes)\b"
      # where the post goes: "Our letters to him go to the flat above the Co-op on Church Lane"
      r"|\b(?:letters|post|mail|parcels|statements|correspondence|deliveries|bills|invoices)"
      r"(?: (?:for|to) (?:him|her|them|[a-z]+))?(?: [^.;]{0,30}?)? (?:go|goes|are sent|get sent|"
@@ -1109,7 +1118,14 @@ ASKS_PHONE = re.compile(
 #: A phone number in an answer: three or more digits ("Text BAL to 150", "0800 783 4444").
 GIVES_PHONE = re.compile(
     # a number of seven digits or more ("0800 783 4444", "01632 960 001"; not a 6-digit
-    # booking reference "for example 418207")
+    # booking reference "for example 418207", nor one labelled as a registration, licence,
+    # reference, account or other number that is no line: "Our ADI registration number is
+    # 4821734")
+    r"(?<!\d)(?<!registration number is )(?<!registration no\. )"
+    r"(?<!licence number is )(?<!license number is )(?<!reference number is )(?<!reference )"
+    r"(?<!account number is )(?<!company number is )(?<!vat number is )(?<!charity number is )"
+    r"(?<!policy number is )(?<!member number is )(?<!membership number is )(?<!ref )"
+    r"(?<!number is ref )"
     r"\d(?:[ ()-]*\d){6,}"
     # a short code said as one to call or text ("Text BAL to 150", "ring 111", "dial 999") --
     # not any figure ("24 hours a day, 365 days a year", "within 25 miles")
@@ -1323,8 +1339,24 @@ def says_yes_or_no(question: re.Match[str], answer: str) -> bool:
             rf"\b{question['aux']} (?:only |also |usually )?be \w+(?:ed|en)\b", answer):
         return True  # "Can I carry leave over?" -- "up to 5 days can be carried"
     if question["subject"] == "there":
-        return _there_answered(question, answer)
+        return _there_answered(question, answer) or _limit_given(question, answer)
     return False
+
+
+#: A limit an "Is there a minimum age / maximum weight / time limit …?" question asks.
+_ASKS_LIMIT = re.compile(r"\b(?:minimum|maximum|min|max|limit|cap|age|deadline|cut-?off)\b")
+
+
+def _limit_given(question: re.Match[str], answer: str) -> bool:
+    """Whether ``answer`` gives the limit an "Is there a minimum age to climb?" question asks
+    (:data:`_ASKS_LIMIT`): a clause with a figure naming a word of the question ("Kids can
+    climb from age 5." -- the figure is the answer, and says there is one)."""
+    rest = question.string[question.end():]
+    if not _ASKS_LIMIT.search(rest):
+        return False
+    asked = _stems(rest, _THERE_STOP)
+    return any(re.search(r"\d", clause) and asked & _stems(clause)
+               for clause in re.split(r"[.;:!?]|,\s|\s[-\u2013\u2014]\s", answer))
 
 
 #: What says "there is" or "we have" to "Is there …?" / "Are there …?" (:func:`_there_answered`).
