@@ -1,4 +1,4 @@
-"""Fresh testers' rounds (tests/data/fresh/round22/ .. round46/: README.md): every answer
+"""Fresh testers' rounds (tests/data/fresh/round22/ .. round47/: README.md): every answer
 gets the verdict the tester expected, except the known misses named here -- non-answers in
 words no rule or model catches yet (docs/rules.md#non-answer-check), each of which passes a
 case it should fail -- and the known false failures. A change that catches one must move it out
@@ -205,6 +205,21 @@ KNOWN_MISSES: dict[str, set[str]] = {
     # and H10, a low-priority feedback ticket, fail since round 47's kinds)
     "round46/.": {"H01", "H02", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N08",
                   "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N18", "X01"},
+    # round 47, fresh on 0739cfd: 26 of 50 passed; after its kinds (quick replies beside a JSON
+    # answer, a recorded stream in a responses file, a matter filed to wait, a hope of when, a
+    # hand-off to someone away or to a module of the assistant, where a family lives) these
+    # still pass: a call-back six weeks away, an urgent call-back to a weekend queue, a
+    # safeguarding complaint passed to the accused instructor; non-answers of the right kind
+    # about the wrong thing (the start interval for how long an induction takes, a friend for
+    # one's own chalk, the balance for the deposit, packing tips for "Do you dismantle…?", "10
+    # minutes from the ring road" for the address, "you're welcome to read the terms" for
+    # "Are you insured?", hours and vans for how many movers, other lesson prices, test
+    # documents for a first lesson, the test's length for the wait, a national pass rate, a
+    # warm-up's frequency, weight trivia and a pointer); declines beside an unrelated fact
+    # ("I'd rather not give out age rules …", "I'm not set up to talk about motorway driving
+    # …") and a hand-off beside one ("I'm going to pass this one to a colleague …")
+    "round47/.": {"H03", "H04", "H05", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N12",
+                  "N13", "N14", "N16", "N17", "N18", "X01", "X06", "X10"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -242,7 +257,8 @@ KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round36/.": {"R15"}, "round38/.": 
                                              "round43/.": {"R01", "R02", "R03", "R05", "R06",
                                                            "R08", "R11", "R14"},
                                              "round44/.": {"R08"},
-                                             "round46/.": {"G02", "G11", "P18", "R02", "R11"}}
+                                             "round46/.": {"G02", "G11", "P18", "R02", "R11"},
+                                             "round47/.": {"P07", "R01", "R02", "R04", "R08"}}
 #: Round 46's must-pass answers failed: R02 (a decline with a safe route the model vetoes,
 #: P(yes) 0.002), R11 ("Sorry, the key-safe code is for staff only, …": no rule reads it, the
 #: model is at 0.608 < 0.62), G02 ("I've logged a formal complaint (ref DC-2291) and our owner,
@@ -250,9 +266,16 @@ KNOWN_FALSE_FAILURES: dict[str, set[str]] = {"round36/.": {"R15"}, "round38/.": 
 #: radioed Jenny, our slipway supervisor, and she's walking over": "radioed" is no hand-off
 #: verb), P18 ("Once or twice a season is plenty - …" to "How often should I dry clean a wool
 #: coat?": the fine-tuned check, P 0.963, overrules a frequency the amount-first reading does
-#: not know). With the logistic check P18 passes.
+#: not know). With the logistic check P18 passes. Round 47's: R01 and R04 (declines with a
+#: safe route the model vetoes, P(yes) 0.563 and 0.569), R02 ("Nope - that stays under the
+#: hood.", no rule reads it), R08 ("No. We won't move firearms for anyone without a valid
+#: certificate …": the rules read the decline since round 47's kinds, the model vetoes it, P(yes)
+#: 0.001), P07 ("We reset one section every week, so the whole bouldering area turns over
+#: roughly every six weeks." to "How often do you reset the bouldering problems?": the
+#: fine-tuned check, P 0.946; the tester wrote it as a stream in a string, which was scored as
+#: its raw lines until round 47's kinds).
 KNOWN_FALSE_FAILURES_LOGISTIC: dict[str, set[str]] = {
-    "round46/.": {"G02", "G11", "R02", "R11"}}
+    "round46/.": {"G02", "G11", "R02", "R11"}, "round47/.": {"R01", "R02", "R04", "R08"}}
 #: the same with the logistic non-answer check (EVALLOOP_EVALUATOR__ANSWER_CHECK=minilm, the
 #: default until the fine-tuned one was retrained): friendly non-answers it lets through.
 #: (Round 22's "Two weeks, at full pay." to "How long is paternity leave?" failed with the
@@ -305,6 +328,9 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round46/.": {"H01", "H02", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N08",
                   "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N17", "N18", "N19",
                   "N20", "X01", "X02", "X09"},
+    "round47/.": {"H03", "H04", "H05", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11",
+                  "N12", "N13", "N14", "N15", "N16", "N17", "N18", "N20", "X01", "X06", "X09",
+                  "X10"},
 }
 
 
