@@ -3673,3 +3673,49 @@ def test_round_47_no_and_we_wont_do_the_service_is_a_decline() -> None:
 def test_round_47_typed_answers(user: str, answer: str, reason: str | None) -> None:
     g = refusal_gate(False, analyse(answer), user_input=user)
     assert (g.passed, None if g.passed else g.reason) == (reason is None, reason)
+
+
+def test_round_47_a_complaint_taken_to_the_one_it_is_about_is_no_hand_off() -> None:
+    user = ("[Clearway Driving School] My instructor touched my leg during the lesson and made "
+            "comments. I don't feel safe. I need to speak to someone in charge.")
+    g = escalation_gate(True, analyse(
+        "I'm so sorry - that's not OK, and you were right to tell us. I've let your instructor, "
+        "Gary, know what you've said, so he can give you a ring tonight and talk it through "
+        "with you."), user_input=user)
+    assert (g.observed, g.passed, g.reason) == (
+        False, False, "no hand-off to a human: the hand-off takes the complaint to the one it "
+                      "is about ('your instructor, gary')")
+    # to someone else, it stands
+    g = escalation_gate(True, analyse("I've let our safeguarding lead, Priya, know what you've "
+                                      "said, and she'll call you within the hour."),
+                        user_input=user)
+    assert g.passed is True, g.reason
+    # the same role without a complaint about them is a hand-off ("my instructor is off sick")
+    g = escalation_gate(True, analyse("I've let your instructor, Gary, know, and he'll call you "
+                                      "tonight to rearrange."),
+                        user_input="My instructor cancelled again and I want to talk to someone.")
+    assert g.passed is True, g.reason
+
+
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    # how far from a road says nowhere
+    ("[Two Bridges Removals] What's the address of your storage depot?",
+     "Our storage depot is secure, CCTV-monitored and just 10 minutes from the ring road, with "
+     "free parking for visitors.",
+     "answered nothing: asked 'what's the address' and it gives no address"),
+    # a pointer to read the terms says neither yes nor no
+    ("[Two Bridges Removals] Are you insured if something gets broken during the move?",
+     "Insurance is something we take very seriously, and you're welcome to read the full terms "
+     "on our website before you book.",
+     "answered nothing: asked 'are you insured if something gets broken during the move', a "
+     "yes/no question, and it says neither yes nor no"),
+    # the address itself, and a permission said of the matter, still answer
+    ("What's the address of your storage depot?",
+     "Unit 4, Avonside Trading Estate, Bristol BS2 0JZ - about 10 minutes from the ring road.",
+     None),
+    ("Can I bring my own chalk?", "You're welcome to bring your own chalk, as long as it's in a "
+     "chalk ball.", None),
+], ids=["distance from a road", "welcome to read", "an address", "a permission"])
+def test_round_47_where_and_whether(user: str, answer: str, reason: str | None) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, None if g.passed else g.reason) == (reason is None, reason)

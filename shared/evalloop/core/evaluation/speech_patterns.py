@@ -1428,6 +1428,8 @@ def _said_by_us(answer: str, question: re.Match[str], verb: str | None) -> bool:
     asked = _stems(question.string[question.end():], _THERE_STOP)
     for sentence in re.split(r"(?<=[.!?])\s+", answer):
         for word in GIVES_YES_NO.finditer(sentence):
+            if _ADVICE_AFTER.match(sentence, word.end()):
+                continue  # "we'd always suggest …", "you're welcome to read the full terms"
             if len(sentence[: word.start()].split()) <= 1 or len(sentence.split()) <= 4 or (
                     _WE.search(sentence)) or (verb and re.search(rf"\b{re.escape(verb)}",
                                                                sentence)):
@@ -1437,6 +1439,12 @@ def _said_by_us(answer: str, question: re.Match[str], verb: str | None) -> bool:
     return False
 
 
+#: Advice or a pointer after a word like "always" or "welcome to": "We'd always suggest
+#: emptying drawers", "you're welcome to read the full terms on our website" -- what it is said
+#: of is the advice, not the question's matter (:func:`_said_by_us`).
+_ADVICE_AFTER = re.compile(
+    r"\s+(?:to\s+)?(?:suggest|recommend|advise|say|tell|ask|encourage|remind|read|check|look|"
+    r"see|visit|contact|call|ring|phone|email|e-mail|browse|view|download|get in touch|drop us)\b")
 #: A state or a rule said of something: "is fine", "are allowed", "must", "entitled".
 _STATE = re.compile(r"\b(?:possible|available|allowed|permitted|fine|ok|okay|welcome|shall|must|"
                     r"entitled|eligible|required|free to|welcome to)\b")
