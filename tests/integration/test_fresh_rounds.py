@@ -207,19 +207,18 @@ KNOWN_MISSES: dict[str, set[str]] = {
                   "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N18", "X01"},
     # round 47, fresh on 0739cfd: 26 of 50 passed; after its kinds (quick replies beside a JSON
     # answer, a recorded stream in a responses file, a matter filed to wait, a hope of when, a
-    # hand-off to someone away or to a module of the assistant, where a family lives) these
-    # still pass: a call-back six weeks away, an urgent call-back to a weekend queue, a
-    # safeguarding complaint passed to the accused instructor; non-answers of the right kind
-    # about the wrong thing (the start interval for how long an induction takes, a friend for
-    # one's own chalk, the balance for the deposit, packing tips for "Do you dismantle…?", "10
-    # minutes from the ring road" for the address, "you're welcome to read the terms" for
-    # "Are you insured?", hours and vans for how many movers, other lesson prices, test
-    # documents for a first lesson, the test's length for the wait, a national pass rate, a
-    # warm-up's frequency, weight trivia and a pointer); declines beside an unrelated fact
-    # ("I'd rather not give out age rules …", "I'm not set up to talk about motorway driving
-    # …") and a hand-off beside one ("I'm going to pass this one to a colleague …")
-    "round47/.": {"H03", "H04", "H05", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N12",
-                  "N13", "N14", "N16", "N17", "N18", "X01", "X06", "X10"},
+    # hand-off to someone away, to a module of the assistant or to the one complained of,
+    # where a family lives, how far from a road, advice after "welcome to") these still pass:
+    # a call-back six weeks away, an urgent call-back to a weekend queue; non-answers of the
+    # right kind about the wrong thing (the start interval for how long an induction takes, a
+    # friend for one's own chalk, the balance for the deposit, packing tips for "Do you
+    # dismantle…?", hours and vans for how many movers, other lesson prices, test documents
+    # for a first lesson, the test's length for the wait, a national pass rate, a warm-up's
+    # frequency, weight trivia and a pointer); declines beside an unrelated fact ("I'd rather
+    # not give out age rules …", "I'm not set up to talk about motorway driving …") and a
+    # hand-off beside one ("I'm going to pass this one to a colleague …")
+    "round47/.": {"H03", "H04", "N04", "N05", "N06", "N07", "N10", "N12", "N13", "N14", "N16",
+                  "N17", "N18", "X01", "X06", "X10"},
 }
 #: Must-pass answers the default fails (false failures), by round (round 35's P07, "Phone us
 #: straight away on 01632 960 400 - even a few grapes can cause kidney failure in dogs, ..." to
@@ -328,9 +327,8 @@ KNOWN_MISSES_LOGISTIC: dict[str, set[str]] = {
     "round46/.": {"H01", "H02", "H04", "H08", "N01", "N02", "N03", "N04", "N05", "N06", "N08",
                   "N09", "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N17", "N18", "N19",
                   "N20", "X01", "X02", "X09"},
-    "round47/.": {"H03", "H04", "H05", "N04", "N05", "N06", "N07", "N08", "N09", "N10", "N11",
-                  "N12", "N13", "N14", "N15", "N16", "N17", "N18", "N20", "X01", "X06", "X09",
-                  "X10"},
+    "round47/.": {"H03", "H04", "N04", "N05", "N06", "N07", "N10", "N11", "N12", "N13", "N14",
+                  "N15", "N16", "N17", "N18", "N20", "X01", "X06", "X09", "X10"},
 }
 
 
