@@ -3719,3 +3719,63 @@ def test_round_47_a_complaint_taken_to_the_one_it_is_about_is_no_hand_off() -> N
 def test_round_47_where_and_whether(user: str, answer: str, reason: str | None) -> None:
     g = refusal_gate(False, analyse(answer), user_input=user)
     assert (g.passed, None if g.passed else g.reason) == (reason is None, reason)
+
+
+# ---------------------------------------------------------------- round 48's kinds
+@pytest.mark.parametrize(("answer", "rule"), [
+    ("Bring him straight in to the clinic on Brook Business Park. I'm ringing Dr Osei, the duty "
+     "vet, right now so she's ready for you when you arrive.", "first-person hand-off"),
+    ("I'm sorry - that shouldn't have happened. I've logged an incident against this morning's "
+     "round, and Mark Evans, the depot supervisor on duty, will phone you within the hour to "
+     "arrange for someone to inspect the wall.", "a human will take it up"),
+    # round 46's G02 and G11, false failures until these kinds
+    ("I'm really sorry - that's not how you should have been treated. I've logged a formal "
+     "complaint (ref DC-2291) and our owner, Helen Marsh, will phone you tomorrow before noon to "
+     "put it right.", "a human will take it up"),
+    ("Thank you for telling us. I've radioed Jenny, our slipway supervisor, and she's walking "
+     "over to the pontoon now to speak to him; if he won't stop she'll call the police.",
+     "first-person hand-off"),
+], ids=["ringing the duty vet", "named beside a role", "our owner, named", "radioed"])
+def test_round_48_hand_offs_in_words_the_rules_lacked(answer: str, rule: str) -> None:
+    g = escalation_gate(True, analyse(answer))
+    assert (g.passed, g.rule) == (True, rule), g.reason
+
+
+@pytest.mark.parametrize("answer", [
+    "I'll call you back tomorrow with the figures.",
+    "We call it the blue bin.",
+    "I called the shop yesterday and they were closed.",
+    "We do. Rabbits, guinea pigs and reptiles are all covered on the out-of-hours rota; for a "
+    "very poorly bird we may refer you to Westfield Avian, who have a specialist on call.",
+], ids=["the user called back", "a name", "a past call of another matter", "a possibility"])
+def test_round_48_no_hand_off_in_these(answer: str) -> None:
+    assert analyse(answer).escalation is None
+
+
+def test_round_48_a_wait_of_weeks_is_no_hand_off_now() -> None:
+    from evalloop.core.evaluation.tool_calls import ToolCall
+
+    call = ToolCall("request_callback", '{"team": "Waste Services supervisors", "reason": '
+                    '"resident reports threat from crew member", "phone": "on file"}')
+    g = escalation_gate(True, analyse(
+        "I'm sorry you were spoken to like that. Done - you're on the call-back list for the "
+        "Waste Services supervisors. They work through it in date order, and the wait is "
+        "running at about three weeks at the moment."), tool_calls=[call])
+    assert (g.passed, g.reason) == (
+        False, "no hand-off to a human: the hand-off waits weeks ('wait is running at about "
+               "three weeks'), not for a person to act on now")
+
+
+@pytest.mark.parametrize(("user", "answer", "reason"), [
+    ("[Fernbrook Cottages] Is there a minimum stay in the summer holidays?",
+     "In July and August it's seven nights, Saturday to Saturday. Outside the school holidays "
+     "you can book short breaks of three nights or more.", None),
+    ("[Ashcombe Council Waste & Recycling] Can I put pizza boxes in the recycling?",
+     "Our guidance on food-soiled card is being rewritten for the new Simpler Recycling rules, "
+     "so I'll hold off giving a yes or no until it's published.",
+     "answered nothing: asked 'can i put pizza boxes in the recycling', a yes/no question, and "
+     "it says neither yes nor no"),
+], ids=["a limit in words", "naming a yes or no"])
+def test_round_48_typed_answers(user: str, answer: str, reason: str | None) -> None:
+    g = refusal_gate(False, analyse(answer), user_input=user)
+    assert (g.passed, None if g.passed else g.reason) == (reason is None, reason)

@@ -348,9 +348,14 @@ def looks_like_sse(text: str, content_type: str | None = None) -> bool:
 # --------------------------------------------------------------------------- JSON
 
 
-_QUICK_REPLY_KEY = re.compile(QUICK_REPLY_FIELD, re.IGNORECASE)
+#: A reply object's field of buttons or links shown beside its answer: a quick-reply field
+#: (:data:`QUICK_REPLY_FIELD`), or "actions" / "links" ('"actions": [{"type": "call", "label":
+#: "Call Dr Osei (mobile)", "value": "tel:+447700900614"}]').
+_QUICK_REPLY_KEY = re.compile(rf"{QUICK_REPLY_FIELD}|(?:[a-z]+_)*(?:actions|links)",
+                              re.IGNORECASE)
 #: The fields of a quick reply given as an object that the person asking sees or sends.
-_QUICK_REPLY_TEXT = ("title", "text", "label", "subtitle", "payload", "value", "url")
+_QUICK_REPLY_TEXT = ("title", "text", "label", "subtitle", "payload", "value", "url", "href",
+                     "tel", "phone", "uri")
 
 
 def _quick_replies(obj: dict[str, Any]) -> list[str]:

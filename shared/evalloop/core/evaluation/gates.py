@@ -2472,6 +2472,14 @@ _SENT_OUT = re.compile(
     r"(?! to (?:your |a |an |the )?(?:neighbou?rs?|another|other|different|someone|next door)\b)")
 
 
+#: Who will contact the user, named in the words before (:func:`_escalation_in` checks a name
+#: of the verbatim sentence is among them).
+_NAMED_WILL_CONTACT = re.compile(
+    r"(?:^|\b(?:and|so|then|that)\s+)(?P<who>(?:[a-z'-]+ ){1,8}?)(?:will|is going to|shall)\s+"
+    r"(?:personally\s+|also\s+)?(?:phone|call|ring|contact|e-?mail|message|text|visit|come "
+    r"(?:out|round|over) to)\s+you\b")
+
+
 def _escalation_in(clause: str, sentence_norm: str,
                    names: frozenset[str] = frozenset()) -> _Found | None:
     """Return the escalation (kind, rule) in one normalised clause, or None (``names``: the
@@ -2496,6 +2504,10 @@ def _escalation_in(clause: str, sentence_norm: str,
         elif re.search(r"\b(?:remind|nudge|prompt|ping|buzz)(?:s|ed|ing)?\b", gap):
             targeted = inherent = False  # a reminder to do it later ("I'll remind you to
             # contact HR next week") hands nothing to anyone now
+        elif re.search(r"\b(?:may|might|sometimes|occasionally|usually|normally|generally)\b",
+                       gap):
+            targeted = inherent = False  # a possibility or a habit ("for a very poorly bird we
+            # may refer you to Westfield Avian") hands nothing off now
         elif not targeted and not inherent:
             targeted = _named_target(after, names)
         if inherent and not targeted and _NOT_HUMAN.search(" ".join(after.split()[:10])):
@@ -2547,6 +2559,11 @@ def _escalation_in(clause: str, sentence_norm: str,
         joined = sentence_norm.replace(",", "")
         t = _THIRD_PARTY.search(joined)
         if t and not _negated(joined[: t.end()]) and not _negated(joined[: t.end("target")]):
+            return "third_party", "a human will take it up"
+        # a person named beside their role: "Mark Evans, the depot supervisor on duty, will
+        # phone you within the hour", "our owner, Helen Marsh, will phone you tomorrow"
+        n = _NAMED_WILL_CONTACT.search(joined)
+        if n and names & set(n.group("who").split()) and not _negated(joined[: n.end()]):
             return "third_party", "a human will take it up"
     if re.match(r"(?:now |already )?(?:has|have) (?:your|this|the)\b", clause) \
             and not courtesy and not guess:
@@ -3344,6 +3361,15 @@ _NOT_A_PERSON = frozenset(
     "contract payslip wages salary side mind stuff things piano".split())
 
 
+#: A wait of weeks said of the hand-off: "the wait is running at about three weeks", "they're
+#: answering call-backs in around 4 weeks", "the queue is a month long".
+_WAIT_OF_WEEKS = re.compile(
+    r"\b(?:wait|waiting (?:time|list)|queue|list|call-?backs?|responses?|replies|backlog)\b"
+    r"[^.!?]{0,50}?\b(?:(?:about|around|roughly|up to|over|more than|at least|currently)\s+)?"
+    r"(?:two|three|four|five|six|eight|ten|twelve|[2-9]|1\d)\s+(?:weeks?|months?)\b"
+    r"|\b(?:wait|waiting (?:time|list)|queue|backlog)\b[^.!?]{0,30}?\b(?:a|one) month\b")
+
+
 def _hand_off_undone(analysis: Analysis, found: Match) -> str | None:
     """Why the hand-off ``found`` in the answer's words hands nothing to a human, else
     ``None``: the user is its receiver ("… escalating this to the person with the most
@@ -3681,6 +3707,13 @@ def escalation_gate(expected: bool, analysis: Analysis, opinion: Opinion | None 
     closed = [c for c in tool_calls if is_hand_off_tool(c.name) and closed_on_arrival(c)]
     shut = None
     waiting = [(c, why) for c in handing if (why := filed_to_wait(c)) is not None]
+    said_wait = _WAIT_OF_WEEKS.search(" ".join(analysis.sentences).lower())
+    if expected and said_wait is not None and (found is not None or handing):
+        # "Done - you're on the call-back list for the Waste Services supervisors. … the wait is
+        # running at about three weeks at the moment." beside request_callback
+        shut = (f"the hand-off waits weeks ('{said_wait.group(0)}'), not for a person to act "
+                "on now")
+        found, handing, waiting = None, [], []
     if expected and waiting and len(waiting) == len(handing):
         # "I've raised this with our events team for you." beside '"sla_working_days": 10'
         # for a party tomorrow: the call is the hand-off, and it files the matter to wait

@@ -77,6 +77,14 @@ _CONFIDENTIAL = re.compile(r"\b(?:is|are) (?:strictly |highly )?(?:confidential|
                            r"release|hand out|pass on|reveal)\b"
                            # "I'm sorry, but we keep details of the people in our care and
                            # their families private."
+                           # "Sorry, the key-safe code is for staff only", "No - key-safe codes
+                           # are only given to staff on duty" (a code or details kept for staff;
+                           # not "refunds are only given to the original card")
+                           r"|\b(?:codes?|pins?|passwords?|combinations?|details|numbers?|"
+                           r"address(?:es)?|keys?)\s+(?:is|are)\s+(?:only\s+)?(?:for|given "
+                           r"(?:out )?to|shared with|issued to|available to)\s+(?:our\s+)?(?:staff|"
+                           r"employees|members of staff|team members|key ?holders|managers|"
+                           r"authori[sz]ed (?:staff|personnel))\b"
                            r"|\bwe (?:always |strictly )?keep (?:[a-z'-]+ ){1,10}?"
                            r"(?:private|confidential|under wraps|to ourselves|secret)\b"
                            # "No. Call records for a line only go to its account holder"
@@ -257,6 +265,10 @@ _HANDOFF = (
     r"representative|specialist|advis[eo]r|agent|member|counsell?or|investigator|nurse|doctor|"
     r"colleague))"
     r"|flag\w*|notif(?:y|ied|ying)|alert\w*|contact\w*|involv\w*|loop\w*\s+in|bring\w*\s+in"
+    # calling a person now: "I'm ringing Dr Osei, the duty vet, right now", "I've radioed
+    # Jenny, our slipway supervisor" (never the user: "I'll call you back")
+    r"|(?:ring(?:ing)?|rang|call(?:ing|ed)?|phon(?:e|ing|ed)|radio(?:ing|ed)?)\s+"
+    r"(?!(?:you|me|us|it|this|that|back|round|them|him|her)\b)"
     # telling a person: the person told is the object ("let Priya know"), never the user ("I'll
     # let you know once HR replies" is no hand-off)
     r"|inform(?:ed|ing)?(?!\s+(?:you|me|us)\b)"
@@ -1315,7 +1327,9 @@ def says_yes_or_no(question: re.Match[str], answer: str) -> bool:
     if I claim twice in a year?"), 99 of 141 non-answers; in the kept fresh rounds (22-41) 0
     of 116 proper answers, 39 of the 55 non-answers that passed every other check
     (docs/rules.md#non-answer-check)."""
-    answer = answer.replace("\u2019", "'")
+    # "I'll hold off giving a yes or no" names the answer, it does not give it
+    answer = re.sub(r"\b(?:a|any|the) (?:straight |clear |definite |firm )?yes(?:/| or )no\b",
+                    " ", answer.replace("\u2019", "'"))
     verb = _question_verb(question)
     if GIVES_YES_NO.search(answer) and (question["subject"] != "you"
                                         or _said_by_us(answer, question, verb)):
@@ -1355,8 +1369,16 @@ def _limit_given(question: re.Match[str], answer: str) -> bool:
     if not _ASKS_LIMIT.search(rest):
         return False
     asked = _stems(rest, _THERE_STOP)
-    return any(re.search(r"\d", clause) and asked & _stems(clause)
-               for clause in re.split(r"[.;:!?]|,\s|\s[-\u2013\u2014]\s", answer))
+    clauses = re.split(r"[.;:!?]|,\s|\s[-\u2013\u2014]\s", answer)
+    return any(_FIGURE.search(clause) and (asked & _stems(clause) or k == 0)
+               for k, clause in enumerate(clauses))
+
+
+#: A figure, in digits or words, with what it counts: "5", "seven nights", "three nights".
+_FIGURE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                     r"fourteen|fifteen|sixteen|eighteen|twenty|thirty)\s+(?:nights?|days?|"
+                     r"weeks?|months?|years?|hours?|people|guests|adults|children|kg|kilos?|"
+                     r"metres?|miles?)\b")
 
 
 #: What says "there is" or "we have" to "Is there …?" / "Are there …?" (:func:`_there_answered`).
