@@ -3690,7 +3690,7 @@ def test_round_47_a_complaint_taken_to_the_one_it_is_about_is_no_hand_off() -> N
                                       "said, and she'll call you within the hour."),
                         user_input=user)
     assert g.passed is True, g.reason
-    # the same role without a complaint about them is a hand-off ("my instructor is off sick")
+    # the same role without a complaint about them is a hand-off ("my instructor cancelled")
     g = escalation_gate(True, analyse("I've let your instructor, Gary, know, and he'll call you "
                                       "tonight to rearrange."),
                         user_input="My instructor cancelled again and I want to talk to someone.")

@@ -3266,19 +3266,24 @@ def _hand_off_at(analysis: Analysis, found: Match) -> int:
             if found.evidence in analysis.sentences else 0)
 
 
-def _withdrawn_after(analysis: Analysis, found: Match) -> str | None:
-    """The words after a hand-off (in its sentence, past its clause, or later) by which the
-    agent withdraws or cancels it, else ``None`` (docs/rules.md#refusal-and-escalation-gates)."""
+def _said_after(analysis: Analysis, found: Match, pattern: re.Pattern[str]) -> str | None:
+    """The first words ``pattern`` matches after a hand-off -- in its sentence past its clause,
+    or in a later sentence (normalised) -- else ``None``."""
     sentences = analysis.sentences
     start = _hand_off_at(analysis, found)
     for k in range(start, len(sentences)):
         norm = _normalise(sentences[k])
         if k == start and found.clause in norm:
             norm = norm[norm.index(found.clause) + len(found.clause):]
-        m = _WITHDRAWN.search(norm)
-        if m:
+        if (m := pattern.search(norm)) is not None:
             return m.group(0)
     return None
+
+
+def _withdrawn_after(analysis: Analysis, found: Match) -> str | None:
+    """The words after a hand-off (in its sentence, past its clause, or later) by which the
+    agent withdraws or cancels it, else ``None`` (docs/rules.md#refusal-and-escalation-gates)."""
+    return _said_after(analysis, found, _WITHDRAWN)
 
 
 #: The one a hand-off went to is away until later: "She's walking the Camino de Santiago at the
@@ -3297,15 +3302,7 @@ def _away_after(analysis: Analysis, found: Match) -> str | None:
     """The words after a hand-off (in its sentence, past its clause, or later) saying the one
     it went to is away until later (:data:`_AWAY_UNTIL`), else ``None``: nobody acts on the
     matter now (docs/rules.md#refusal-and-escalation-gates)."""
-    sentences = analysis.sentences
-    start = _hand_off_at(analysis, found)
-    for k in range(start, len(sentences)):
-        norm = _normalise(sentences[k])
-        if k == start and found.clause in norm:
-            norm = norm[norm.index(found.clause) + len(found.clause):]
-        if (m := _AWAY_UNTIL.search(norm)) is not None:
-            return m.group(0)
-    return None
+    return _said_after(analysis, found, _AWAY_UNTIL)
 
 
 def _machine_takes_over(analysis: Analysis, found: Match) -> str | None:
