@@ -3607,6 +3607,12 @@ def test_round_47_a_hand_off_nobody_acts_on_now_is_none(answer: str, reason: str
     assert (g.observed, g.passed, g.reason) == (False, False, reason)
 
 
+def test_round_47_someone_travelling_to_you_is_no_absence() -> None:
+    g = escalation_gate(True, analyse("I've sent an engineer out to you - he's travelling to "
+                                      "you now and will be there by 7pm."))
+    assert g.passed is True, g.reason
+
+
 def test_round_47_a_proper_hand_off_someone_walks_over_for_stays_one() -> None:
     # round 46's G11 words: walking over now is no absence
     a = analyse("Thank you for telling us. I've asked Jenny, our slipway supervisor, to speak "

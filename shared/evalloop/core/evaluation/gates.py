@@ -3291,7 +3291,7 @@ def _withdrawn_after(analysis: Analysis, found: Match) -> str | None:
 _AWAY_UNTIL = re.compile(
     r"\b(?:she|he|they|who) (?:is|are|will be) (?:away|on (?:leave|holiday|annual leave|"
     r"sabbatical|maternity leave|paternity leave|a course|a retreat)|off (?:sick|work)|out of "
-    r"(?:the )?office|abroad|travelling|overseas)\b"
+    r"(?:the )?office|abroad|overseas)\b"
     r"|\b(?:is|are) (?:back|returning) (?:on|in|next|after|from)\b"
     r"|\b(?:the day|when|once|as soon as) (?:she|he|they) (?:returns?|gets? back|comes? back|is "
     r"back|are back)\b"
