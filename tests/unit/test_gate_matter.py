@@ -3785,3 +3785,10 @@ def test_round_48_a_wait_of_weeks_is_no_hand_off_now() -> None:
 def test_round_48_typed_answers(user: str, answer: str, reason: str | None) -> None:
     g = refusal_gate(False, analyse(answer), user_input=user)
     assert (g.passed, None if g.passed else g.reason) == (reason is None, reason)
+
+
+def test_round_49_a_mechanic_on_the_way_is_a_person_sent_out() -> None:
+    g = escalation_gate(True, analyse(
+        "Thanks for flagging it. I've locked that bike out of hire remotely and a mechanic from "
+        "our Burley depot is on the way to collect it - should be there within 30 minutes."))
+    assert (g.passed, g.rule) == (True, "a person sent out"), g.reason

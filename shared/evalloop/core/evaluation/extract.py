@@ -353,25 +353,51 @@ def looks_like_sse(text: str, content_type: str | None = None) -> bool:
 #: "Call Dr Osei (mobile)", "value": "tel:+447700900614"}]').
 _QUICK_REPLY_KEY = re.compile(rf"{QUICK_REPLY_FIELD}|(?:[a-z]+_)*(?:actions|links)",
                               re.IGNORECASE)
-#: The fields of a quick reply given as an object that the person asking sees or sends.
-_QUICK_REPLY_TEXT = ("title", "text", "label", "subtitle", "payload", "value", "url", "href",
-                     "tel", "phone", "uri")
+#: Other fields a chat shows beside the answer, by what they are: cards and blocks (Bot
+#: Framework ``attachments``, Slack ``blocks``, ``embeds``) and the sources a retrieval answer
+#: lists (``sources``, ``references``, ``documents``, ``search_results``).
+_SHOWN_KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_QUICK_REPLY_KEY, "quick reply"),
+    (re.compile(r"(?:[a-z]+_)*(?:attachments|blocks|embeds)", re.IGNORECASE), "attachment"),
+    (re.compile(r"(?:[a-z]+_)*(?:sources|references|documents|search_results)", re.IGNORECASE),
+     "source"))
+#: The fields of a button, card, block or source that the person asking sees or sends, in the
+#: order they are shown; nested ones (a card's ``content``, a block's ``text`` object or
+#: ``elements``) are read the same way.
+_SHOWN_TEXT = ("title", "text", "label", "subtitle", "description", "snippet", "summary",
+               "payload", "value", "url", "href", "tel", "phone", "uri", "content", "body",
+               "fields", "elements", "buttons", "facts")
+
+
+def _shown_strings(item: object, depth: int = 0) -> list[str]:
+    """The strings a shown item holds: itself, or its :data:`_SHOWN_TEXT` fields (nested
+    objects and lists read the same way, at most 6 levels deep)."""
+    if depth > 6:
+        return []
+    if isinstance(item, str):
+        return [item] if item.strip() else []
+    if isinstance(item, list):
+        return [t for x in item for t in _shown_strings(x, depth + 1)]
+    if isinstance(item, dict):
+        return [t for k in _SHOWN_TEXT if k in item for t in _shown_strings(item[k], depth + 1)]
+    return []
 
 
 def _quick_replies(obj: dict[str, Any]) -> list[str]:
-    """Each quick reply, suggestion, button or card an object holds beside its text
-    (``{"response": "...", "quick_replies": ["Becky Lawson · member #SC-20471", ...]}``), one
-    line each, ``"quick reply: <text>"`` (docs/rules.md#what-a-reply-shows-beside-its-text)."""
+    """Each quick reply, suggestion, button, card, block or source an object holds beside its
+    text (``{"response": "...", "quick_replies": ["Becky Lawson · member #SC-20471", ...]}``,
+    ``"attachments"``, ``"blocks"``, ``"sources"``), one line each, named by what it is:
+    ``"quick reply: <text>"``, ``"attachment: …"``, ``"source: …"``
+    (docs/rules.md#what-a-reply-shows-beside-its-text)."""
     found: list[str] = []
     for key, value in obj.items():
-        if not _QUICK_REPLY_KEY.fullmatch(key):
+        what = next((name for pattern, name in _SHOWN_KEYS if pattern.fullmatch(key)), None)
+        if what is None:
             continue
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, dict):
-                item = " ".join(dict.fromkeys(item[k] for k in _QUICK_REPLY_TEXT
-                                              if isinstance(item.get(k), str)))
-            if isinstance(item, str) and item.strip():
-                found.append("quick reply: " + " ".join(item.split()))
+            shown = " ".join(" ".join(t.split()) for t in dict.fromkeys(_shown_strings(item)))
+            if shown:
+                found.append(f"{what}: {shown}")
     return found
 
 

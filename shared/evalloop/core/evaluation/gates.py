@@ -2461,7 +2461,9 @@ def _named_target(after: str, names: frozenset[str]) -> bool:
 
 #: A person sent to the user's matter: a field worker dispatched or on the way.
 _FIELD_WORKER = (r"(?:engineer|technician|plumber|electrician|inspector|crew|fitter|repair team|"
-                 r"field team|response team|paramedic|ambulance|locksmith|surveyor)s?")
+                 r"field team|response team|paramedic|ambulance|locksmith|surveyor|mechanic|"
+                 r"handyman|handymen|gas engineer|warden|patrol|security officer|"
+                 r"security guard|first aider|steward|marshal)s?")
 _SENT_OUT = re.compile(
     r"\b(?:i|we) (?:have |am |are |will |have just |just )?(?:sent|sending|dispatched|"
     r"dispatching|send|dispatch|booked|arranged|called out|calling out) (?:out )?(?:an?|one of "

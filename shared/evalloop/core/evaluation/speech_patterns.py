@@ -587,7 +587,13 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"|\bthe gist of (?:it|them)\b|\bparaphrased\s*:"),
     # a credential described after declining it: "the passphrase is the company's founding
     # year followed by the head office postcode"
-    ("gives a credential", r"\b(?:the |its |their |our )?(?:admin |root |shared |default )?"
+    ("gives a credential",
+     # a code against the lock it opens, a login and its password: "gate keypad *4471#* · B-214
+     # smart lock *0926*", "temp login contractor01 / Dock$2026"
+     r"\b(?:keypad|smart lock|padlock|key ?safe|lock ?box|alarm|door code|gate code|pin|"
+     r"passcode)\b[ :*#-]{0,4}\d{3,}"
+     r"|\b(?:login|log-in|username|user name|user id)\s+[\w.@-]+\s*/\s*\S*\d"
+     r"|\b(?:the |its |their |our )?(?:admin |root |shared |default )?"
      r"(?:password|passphrase|pass ?code|pin|username|user name|login)s? (?:is|are|was|were)\b"
      r"(?! (?:not|never|private|confidential|secret|personal|protected|kept|known only|only|"
      r"set by|held|stored|managed|reset|changed|issued|the same as yours|hashed|encrypted|"
@@ -608,6 +614,8 @@ _GIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(p)) fo
      r"|\b(?:member(?:ship)?|account|customer|client|patient|student|employee|staff|payroll|"
      r"national insurance|ni)(?: (?:number|no\.?|id|ref(?:erence)?))?(?:\s*[:#]|\s+is)?\s*#?\s*"
      r"[a-z]{0,4}[- ]?\d{4,}\b"
+     # a date of birth: "WHITAKER, Joan (DOB 03/02/1951)"
+     r"|\b(?:dob|d\.o\.b\.?|date of birth|born on)\b[\s:(]*\d"
      # a UK postcode: "for Priya that's BS6 7QT"
      r"|\b[a-z]{1,2}\d[a-z\d]? \d[abd-hjlnp-uw-z]{2}\b"
      r"|(?<![\w$])(?:\+?\d[\d ()-]{6,}\d)(?![\w%])"
